@@ -1,0 +1,174 @@
+# tickd build.
+#
+#   make            build build/libtickd.a, build/tickd, build/tickctl
+#   make run        install missing dependencies, build, run tickd in the foreground
+#   make check      install missing dependencies, build, run every test, then one
+#                   more pass of the unit and integration tests under ASan + UBSan
+#   make bench      build without sanitizers, run the benchmarks, write build/bench.json
+#   make install    PREFIX=/usr/local DESTDIR=
+#
+# Dependencies come from Debian packages; `make deps` installs the ones pkg-config
+# cannot find (apt-get, as root or through sudo) and does nothing otherwise.
+
+BUILD    ?= build
+CC       ?= cc
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+SAN      ?=
+PKG_CONFIG ?= pkg-config
+
+# pkg-config name -> Debian package
+DEP_PKGS  := libevent:libevent-dev jansson:libjansson-dev inih:libinih-dev check:check
+DEB_TOOLS := pkg-config
+
+CSTD     := -std=c11 -D_GNU_SOURCE
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            -Wno-unused-parameter
+OPT      ?= -O2 -g
+ifeq ($(SAN),1)
+OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+            -fno-sanitize-recover=undefined
+SANLD    := -fsanitize=address,undefined
+endif
+CFLAGS   ?=
+CFLAGS   += $(CSTD) $(WARN) $(OPT) -Iinclude -MMD -MP
+LDFLAGS  += $(SANLD)
+
+# Only resolved when something needs them, so `make deps` works on a bare machine.
+PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
+PC_LIBS   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
+
+CORE_SRC   := $(wildcard src/core/*.c)
+SIM_SRC    := $(wildcard src/sim/*.c)
+DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
+CLI_SRC    := $(wildcard src/cli/*.c)
+UNIT_SRC   := $(wildcard tests/test_*.c)
+DUNIT_SRC  := $(wildcard tests/daemon/test_*.c)
+INTEG_SRC  := $(wildcard tests/integration/test_*.c)
+INTEG_LIB  := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
+BENCH_SRC  := $(wildcard bench/bench_*.c)
+BENCH_LIB  := $(filter-out $(BENCH_SRC),$(wildcard bench/*.c))
+EXAMPLES   := $(wildcard examples/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIBTICKD   := $(BUILD)/libtickd.a
+LIBDAEMON  := $(BUILD)/libtickdd.a
+TICKD      := $(BUILD)/tickd
+TICKCTL    := $(BUILD)/tickctl
+UNIT_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+DUNIT_BIN  := $(patsubst tests/daemon/%.c,$(BUILD)/tests/daemon/%,$(DUNIT_SRC))
+INTEG_BIN  := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(INTEG_SRC))
+BENCH_BIN  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+EXAMPLE_BIN:= $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLES))
+
+DAEMON_PKGS := libevent jansson inih
+BINARIES := $(LIBTICKD)
+ifneq ($(wildcard src/daemon/main.c),)
+BINARIES += $(TICKD)
+endif
+ifneq ($(CLI_SRC),)
+BINARIES += $(TICKCTL)
+endif
+
+.PHONY: all deps build run check check-run unit integration bench benchbins clean install uninstall \
+        tests examples
+.DEFAULT_GOAL := all
+
+all: deps
+	@$(MAKE) --no-print-directory build
+
+build: $(BINARIES) $(EXAMPLE_BIN)
+
+deps:
+	@missing=""; \
+	command -v $(PKG_CONFIG) >/dev/null 2>&1 || missing="$(DEB_TOOLS)"; \
+	for pair in $(DEP_PKGS); do \
+	  pc=$${pair%%:*}; deb=$${pair#*:}; \
+	  $(PKG_CONFIG) --exists $$pc 2>/dev/null || missing="$$missing $$deb"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "deps: need root or sudo to install:$$missing" >&2; exit 1; fi; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(if $(filter src/core/%,$<),,$(call PC_CFLAGS,$(DAEMON_PKGS) check)) -c $< -o $@
+
+$(LIBTICKD): $(call obj,$(CORE_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBDAEMON): $(call obj,$(SIM_SRC) $(DAEMON_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(TICKD): $(call obj,src/daemon/main.c) $(LIBDAEMON) $(LIBTICKD)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,$(DAEMON_PKGS)) -lm -ldl -lpthread
+
+$(TICKCTL): $(call obj,$(CLI_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
+
+# Core unit tests link libtickd alone: the core must stand without the daemon.
+$(BUILD)/tests/test_%: $(call obj,tests/test_%.c) $(LIBTICKD)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,check) -lm -lpthread
+
+$(BUILD)/tests/daemon/%: $(call obj,tests/daemon/%.c) $(LIBDAEMON) $(LIBTICKD)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,check $(DAEMON_PKGS)) -lm -ldl -lpthread
+
+$(BUILD)/tests/integration/%: $(call obj,tests/integration/%.c $(INTEG_LIB)) $(LIBDAEMON) $(LIBTICKD)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,check $(DAEMON_PKGS)) -lm -ldl -lpthread
+
+$(BUILD)/bench/%: $(call obj,bench/%.c $(BENCH_LIB)) $(LIBDAEMON) $(LIBTICKD)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,$(DAEMON_PKGS)) -lm -ldl -lpthread
+
+$(BUILD)/examples/%: $(call obj,examples/%.c) $(LIBTICKD)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm
+
+tests: $(BINARIES) $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN)
+
+run: deps
+	@$(MAKE) --no-print-directory build
+	@mkdir -p run
+	exec ./$(TICKD) --config config/tickd.ini
+
+# One pass with the normal build, one under AddressSanitizer + UBSan.
+check: deps
+	@$(MAKE) --no-print-directory check-run
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 check-run
+
+check-run:
+	@$(MAKE) --no-print-directory tests
+	@BUILD=$(BUILD) SAN=$(SAN) scripts/run-tests.sh $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN)
+
+bench: deps
+	@$(MAKE) --no-print-directory BUILD=build/bench SAN= OPT="-O2 -g" benchbins
+	@scripts/bench.sh build/bench
+
+benchbins: build $(BENCH_BIN)
+
+clean:
+	rm -rf build
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/tickd
+	install -m 0644 $(LIBTICKD) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 include/tickd/*.h $(DESTDIR)$(PREFIX)/include/tickd/
+	$(if $(wildcard $(TICKD)),install -m 0755 $(TICKD) $(DESTDIR)$(PREFIX)/bin/)
+	$(if $(wildcard $(TICKCTL)),install -m 0755 $(TICKCTL) $(DESTDIR)$(PREFIX)/bin/)
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libtickd.a $(DESTDIR)$(PREFIX)/bin/tickd $(DESTDIR)$(PREFIX)/bin/tickctl
+	rm -rf $(DESTDIR)$(PREFIX)/include/tickd
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,148 @@
+/*
+ * tickd/engine.h - the engine loop: pacing, time, and the order of a frame.
+ *
+ * One frame (Unreal's FEngineLoop::Tick -> UWorld::Tick), written once here
+ * and followed by engine.c in this order:
+ *
+ *   1. Pace: wait until `period` has passed since the previous frame's start
+ *      (max tick rate; period measured from the previous frame's start, as
+ *      UpdateTimeAndHandleMaxTickRate).  The wait is a hook: the daemon serves
+ *      its socket there.  Tick rate 0: the hook is called with deadline 0 (poll
+ *      without waiting).
+ *   2. Time: read the clock once; raw dt = now - previous frame start (or the
+ *      fixed dt), clamped to max_dt; the world derives its dilated dt.
+ *   3. pre_world hook: deferred control requests (TickDeferredCommands).
+ *   4. World tick: StartFrame, pre_physics, start_physics, during_physics,
+ *      end_physics, post_physics, timer manager, tickables, post_update_work,
+ *      last_demotable + newly-spawned drain, EndFrame (or a pause frame).
+ *   5. Core ticker (raw dt, also while paused), then the post_frame hook
+ *      (stats, events, watchdog), then the frame counter + 1 - at the very end.
+ *
+ * A frame that runs long is not caught up: the next frame's dt is longer
+ * (then clamped).  It counts as an overrun when its work time exceeds the
+ * period.
+ */
+#ifndef TICKD_ENGINE_H
+#define TICKD_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Wait until monotonic time `deadline_ns`, doing useful work meanwhile, and
+ * return at or after the deadline (the engine re-reads the clock and calls
+ * again if the hook returns early, unless tk_engine_stop() was called).
+ * deadline_ns == 0: poll once without blocking.
+ */
+typedef void (*tk_wait_fn)(void *ud, uint64_t deadline_ns);
+
+typedef struct tk_frame_info {
+    uint64_t frame;         /* number of the frame that just ran           */
+    uint64_t start_ns;      /* monotonic start (after the wait)            */
+    uint64_t raw_dt_ns;     /* after max_dt, before world clamps/dilation  */
+    uint64_t world_dt_ns;   /* dilated world dt                            */
+    uint64_t work_ns;       /* monotonic time spent in steps 2-5           */
+    uint64_t wait_ns;       /* time spent in the wait hook before it       */
+    uint64_t period_ns;     /* target period (0 = unlimited)               */
+    bool overrun;           /* work_ns > period_ns                         */
+    bool paused;            /* ran as a pause frame                        */
+} tk_frame_info;
+
+typedef struct tk_engine_desc {
+    double tick_rate;       /* Hz; 0 = unlimited                             */
+    double fixed_dt;        /* s; 0 = real time                              */
+    double max_dt;          /* s; clamp on the raw dt; 0 = no clamp          */
+    double time_dilation;   /* initial world dilation; 0 means 1             */
+    uint64_t max_frames;    /* tk_engine_run stops after this many; 0 = never */
+    tk_clock_fn clock;      /* NULL: CLOCK_MONOTONIC                         */
+    void *clock_ud;
+    tk_wait_fn wait;        /* NULL: tk_clock_sleep_until                    */
+    void *wait_ud;
+    void (*pre_world)(void *ud, tk_engine_t *e);   /* step 3 */
+    void (*post_frame)(void *ud, tk_engine_t *e, const tk_frame_info *f);
+    void *hook_ud;
+} tk_engine_desc;
+
+/* Fill a desc with the shipped defaults: 60 Hz, real time, max_dt 0.4. */
+void tk_engine_desc_default(tk_engine_desc *desc);
+
+/* Create an engine and its world.  Validates the desc (rates finite, >= 0). */
+int tk_engine_new(const tk_engine_desc *desc, tk_engine_t **out);
+/* Free the engine and its world.  NULL is a no-op. */
+void tk_engine_free(tk_engine_t *e);
+
+tk_world_t *tk_engine_world(tk_engine_t *e);
+tk_engine_t *tk_world_engine(tk_world_t *w);
+
+/* Run one frame, pacing first (0, or TK_ESTATE if stopped). */
+int tk_engine_frame(tk_engine_t *e);
+/* Run frames until tk_engine_stop() or max_frames; returns frames run. */
+uint64_t tk_engine_run(tk_engine_t *e);
+/* Ask tk_engine_run to return after the current frame (callable from hooks,
+ * callbacks and signal-flag handlers on the frame thread). */
+void tk_engine_stop(tk_engine_t *e);
+bool tk_engine_stopping(const tk_engine_t *e);
+
+int tk_engine_set_tick_rate(tk_engine_t *e, double hz);
+double tk_engine_tick_rate(const tk_engine_t *e);
+int tk_engine_set_fixed_dt(tk_engine_t *e, double s);
+double tk_engine_fixed_dt(const tk_engine_t *e);
+int tk_engine_set_max_dt(tk_engine_t *e, double s);
+double tk_engine_max_dt(const tk_engine_t *e);
+/* While set, frames are not paced (Minecraft's /tick sprint). */
+void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced);
+
+/* Frames completed (the frame counter). */
+uint64_t tk_engine_frame_count(const tk_engine_t *e);
+/* Monotonic ns from the engine's clock. */
+uint64_t tk_engine_now(const tk_engine_t *e);
+
+/* ---- statistics ---------------------------------------------------------- */
+
+typedef struct tk_mspt {
+    double mean, p50, p95, p99, max;  /* ms of work per frame, last 10 s */
+} tk_mspt;
+
+typedef struct tk_engine_stats {
+    uint64_t frame;
+    double target_hz;
+    double tps_1s, tps_10s, tps_1m;   /* frames per second over the windows */
+    tk_mspt mspt;
+    uint64_t overruns;                /* frames whose work exceeded the period */
+    double behind_s;                  /* how far the loop is behind its pace  */
+    tk_frame_info last;               /* the last frame                       */
+} tk_engine_stats;
+
+void tk_engine_get_stats(const tk_engine_t *e, tk_engine_stats *out);
+
+/*
+ * Frame-time statistics over a window, usable on their own (engine.sprint
+ * reports the mspt of its frames).  Constant memory: per-second buckets of a
+ * log-linear histogram (about 1% resolution), 60 of them.
+ */
+typedef struct tk_frame_stats tk_frame_stats;
+tk_frame_stats *tk_frame_stats_new(void);
+void tk_frame_stats_free(tk_frame_stats *s);
+void tk_frame_stats_reset(tk_frame_stats *s);
+/* Record a frame of `work_ns` that started at monotonic `start_ns`. */
+void tk_frame_stats_add(tk_frame_stats *s, uint64_t start_ns, uint64_t work_ns);
+/* mspt over the last `window_s` seconds (1..60) ending at `now_ns`; window_s
+ * 0 means every frame recorded since the last reset. */
+void tk_frame_stats_mspt(const tk_frame_stats *s, uint64_t now_ns,
+                         unsigned window_s, tk_mspt *out);
+/* Frames per second over the last `window_s` seconds ending at `now_ns`. */
+double tk_frame_stats_tps(const tk_frame_stats *s, uint64_t now_ns,
+                          unsigned window_s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,277 @@
+/*
+ * tickd/tick.h - tick functions with Unreal's FTickFunction semantics.
+ *
+ * A tick function is a class (what to call) plus a target (what to call it
+ * on) plus a tick spec (when).  Each frame the world runs the enabled ones in
+ * Unreal's tick groups, in frame order:
+ *
+ *   pre_physics, start_physics, during_physics, end_physics, post_physics,
+ *   [timer manager, tickables], post_update_work, last_demotable,
+ *   newly_spawned (the drain after last_demotable)
+ *
+ * Rules (UE-SEMANTICS 3, with tickd's deliberate differences marked *):
+ *  - Actual start group = max(own group, groups of considered prerequisites,
+ *    the group being run for functions registered mid-frame); a function that
+ *    was moved ("demoted") never lands in start_physics or end_physics.  The
+ *    actual end group is the last demotable group in (start, max(end group,
+ *    prerequisites' end groups)].  Groups block: a function runs entirely in
+ *    its actual start group (a dedicated server is single-threaded).
+ *  - Prerequisites run first.  A prerequisite that is disabled, cooling down,
+ *    already ticked this frame or unregistered is ignored; a stale one (its
+ *    function was unregistered) is dropped; an edge that closes a cycle is
+ *    ignored and logged once (Unreal logs it every frame).
+ *  - * Order inside a group is deterministic: high priority first (a function
+ *    that is a prerequisite of a high-priority one in the same group is high
+ *    priority too), then prerequisite depth, then class, then registration
+ *    order.  Functions queued during the frame (newly spawned, re-enabled) and
+ *    those whose group depends on an interval prerequisite run after the
+ *    scheduled ones of their group and priority.  (Unreal: hash-set order.)
+ *  - Intervals: a function with interval I > 0 ticks when it becomes enabled,
+ *    then cools down; it is due in the first frame whose end passes its due
+ *    time strictly, and is then rescheduled to due + I (Unreal's "credit for
+ *    overrun"), at most once per frame.  It receives the world time elapsed
+ *    since its previous tick (its first tick gets the frame's dt).
+ *    even_when_paused functions cool down on unpaused time, others on world
+ *    time.
+ *  - Pause frames: only even_when_paused functions tick, without groups or
+ *    prerequisites: due interval ones first (by due time), then the others.
+ *  - Registering or enabling a function mid-frame ticks it later in the same
+ *    frame (newly spawned): after the group being run, in the next group that
+ *    its own group, prerequisites and demotion allow; after last_demotable up
+ *    to 101 rounds of newly spawned functions are drained, then the runaway
+ *    ones are logged (error, naming each) and discarded for that frame.
+ *  - Disabling a function mid-frame cancels its pending tick this frame.
+ *    * Unregistering mid-frame cancels it too (Unreal leaves the queued task,
+ *    which then finds its actor invalid and does nothing).
+ *  - Custom dilation scales the dt handed to the function (an actor's
+ *    CustomTimeDilation; tickd's entity layer sets it on the actor's function
+ *    and its components'), not its interval scheduling.
+ *  - on_dedicated_server = false: never registered (tk_tick_register
+ *    succeeds and returns TK_TICK_NONE), as on an Unreal dedicated server.
+ *  - any_thread is accepted and reported; a dedicated server runs every tick
+ *    on the frame thread (Unreal's single-threaded mode), and so does tickd.
+ *
+ * Speed (see tick.c's header for the data structures): registered functions
+ * live in a persistent schedule of "lanes" (same group, priority, depth and
+ * class, in registration order) that changes only when a function is added,
+ * removed or re-grouped; an every-frame function costs one pointer read per
+ * frame when its class has a batch form; interval functions wait on a timing
+ * wheel and cost nothing in frames where they are not due; no allocation
+ * happens in a steady-state frame.
+ */
+#ifndef TICKD_TICK_H
+#define TICKD_TICK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tk_group {
+    TK_GROUP_PRE_PHYSICS = 0,
+    TK_GROUP_START_PHYSICS = 1,
+    TK_GROUP_DURING_PHYSICS = 2,
+    TK_GROUP_END_PHYSICS = 3,
+    TK_GROUP_POST_PHYSICS = 4,
+    TK_GROUP_POST_UPDATE_WORK = 5,
+    TK_GROUP_LAST_DEMOTABLE = 6,
+    TK_GROUP_NEWLY_SPAWNED = 7, /* reported, never requested */
+    TK_GROUP_COUNT = 8,
+    TK_GROUP_SAME = -1          /* tick spec end_group: same as group */
+} tk_group;
+
+/* "pre_physics" ... "newly_spawned"; NULL for out-of-range values. */
+const char *tk_group_name(tk_group g);
+/* Parse a requestable group name (not newly_spawned): 0 or TK_EINVAL. */
+int tk_group_parse(const char *s, tk_group *out);
+
+typedef enum tk_tick_state {
+    TK_TICK_ENABLED = 0,
+    TK_TICK_DISABLED = 1,
+    TK_TICK_COOLING_DOWN = 2
+} tk_tick_state;
+
+const char *tk_tick_state_name(tk_tick_state s); /* "enabled", ... */
+
+/* A tick function handle: slot index (low 32 bits) + generation (high 32).
+ * 0 is never a valid handle. */
+typedef uint64_t tk_tick_id;
+#define TK_TICK_NONE ((tk_tick_id)0)
+
+/* A tick spec (FTickFunction's configuration). */
+typedef struct tk_tick_spec {
+    tk_group group;          /* earliest group; not newly_spawned            */
+    tk_group end_group;      /* group to finish by; TK_GROUP_SAME = group    */
+    double interval;         /* s between ticks; <= 0 means every frame      */
+    bool enabled;            /* tick state at registration                   */
+    bool even_when_paused;   /* ticks in pause frames                        */
+    bool high_priority;      /* first within its group                       */
+    bool batch;              /* may be dispatched in a class batch           */
+    bool on_dedicated_server;/* false: never registered                      */
+    bool any_thread;         /* accepted and reported (see above)            */
+} tk_tick_spec;
+
+/* The protocol's defaults: pre_physics, end same, every frame, enabled,
+ * batch, on_dedicated_server; everything else off. */
+void tk_tick_spec_default(tk_tick_spec *spec);
+
+/* Validate a spec: group requestable, end not before group, interval finite.
+ * Returns 0 or TK_EINVAL with `*why` (if non-NULL) naming the field. */
+int tk_tick_spec_check(const tk_tick_spec *spec, const char **why);
+
+/* ---- classes ----------------------------------------------------------- */
+
+typedef uint16_t tk_class_id;
+#define TK_CLASS_MAX 4096
+
+/* What a tick function receives besides its target and dt. */
+typedef struct tk_tick_ctx {
+    tk_world_t *world;
+    tk_tick_id self;     /* the function ticking; TK_TICK_NONE in a batch */
+    uint64_t frame;      /* current frame number                          */
+    tk_group group;      /* group it runs in (newly_spawned in the drain) */
+    bool pause_frame;    /* running in a pause frame                      */
+} tk_tick_ctx;
+
+typedef void (*tk_tick_fn)(void *target, float dt, tk_tick_ctx *ctx);
+/* Tick `n` targets of the same class with the same dt, in order.  Must behave
+ * exactly as n calls of the class's tk_tick_fn, and must not register,
+ * unregister or change tick functions (a class that does, has no batch form). */
+typedef void (*tk_tick_batch_fn)(void *const *targets, size_t n, float dt,
+                                 tk_tick_ctx *ctx);
+
+typedef struct tk_tick_class_desc {
+    const char *name;          /* copied; 1..63 bytes                      */
+    tk_tick_fn fn;             /* required                                 */
+    tk_tick_batch_fn fn_batch; /* optional                                 */
+} tk_tick_class_desc;
+
+/* Register a class (TK_EEXIST for a taken name, TK_ELIMIT past TK_CLASS_MAX). */
+int tk_tick_class_register(tk_world_t *w, const tk_tick_class_desc *desc,
+                           tk_class_id *out);
+int tk_tick_class_find(const tk_world_t *w, const char *name, tk_class_id *out);
+const char *tk_tick_class_name(const tk_world_t *w, tk_class_id cls);
+
+/* ---- registration ------------------------------------------------------ */
+
+typedef struct tk_tick_desc {
+    tk_class_id cls;
+    void *target;            /* passed to the class's functions; borrowed  */
+    tk_level_id level;       /* TK_LEVEL_NONE means persistent             */
+    tk_tick_spec spec;
+    float dilation;          /* custom time dilation; 0 means 1            */
+    const tk_tick_id *prerequisites; /* optional, `n_prerequisites` of them */
+    size_t n_prerequisites;
+} tk_tick_desc;
+
+/*
+ * Register a tick function.  Validates everything first (class, level, spec,
+ * prerequisites must be live) and changes nothing on error.  Mid-frame, an
+ * enabled function ticks later in the same frame (newly spawned).
+ * With spec.on_dedicated_server false, returns 0 and *out = TK_TICK_NONE.
+ */
+int tk_tick_register(tk_world_t *w, const tk_tick_desc *desc, tk_tick_id *out);
+
+/* Unregister (also mid-frame, also from its own tick): it never ticks again.
+ * Functions that named it as a prerequisite drop it.  TK_ENOENT if stale. */
+int tk_tick_unregister(tk_world_t *w, tk_tick_id id);
+
+/* True if `id` names a registered function. */
+bool tk_tick_alive(const tk_world_t *w, tk_tick_id id);
+
+/* ---- changing a registered function ------------------------------------ */
+
+/* Enable / disable (SetTickFunctionEnable).  Disabling cancels this frame's
+ * pending tick and drops the interval phase; enabling mid-frame ticks it later
+ * this frame unless it already ticked or was cancelled this frame. */
+int tk_tick_set_enabled(tk_world_t *w, tk_tick_id id, bool enabled);
+
+/*
+ * Change the spec (groups, interval, flags) at once; validated first.
+ * Group and priority changes take effect from the next frame; an interval
+ * change reschedules an interval function to `now + interval`
+ * (UpdateTickIntervalAndCoolDown); `enabled` applies as tk_tick_set_enabled.
+ * Setting on_dedicated_server false is TK_EINVAL (unregister instead).
+ */
+int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec);
+
+/* Custom time dilation (> 0, finite); takes effect from the next tick. */
+int tk_tick_set_dilation(tk_world_t *w, tk_tick_id id, float dilation);
+
+/* Replace the target pointer (e.g. after the owner moved in memory). */
+int tk_tick_set_target(tk_world_t *w, tk_tick_id id, void *target);
+
+/* Add a prerequisite (unique; adding it twice is a no-op).  A prerequisite on
+ * itself is TK_EINVAL; a cycle is accepted and ignored when scheduling.
+ * Takes effect from the next frame. */
+int tk_tick_add_prerequisite(tk_world_t *w, tk_tick_id id, tk_tick_id prereq);
+/* TK_ENOENT if `prereq` is not among its prerequisites. */
+int tk_tick_remove_prerequisite(tk_world_t *w, tk_tick_id id, tk_tick_id prereq);
+
+/* ---- queries ----------------------------------------------------------- */
+
+typedef struct tk_tick_info {
+    tk_tick_id id;
+    tk_class_id cls;
+    tk_level_id level;
+    void *target;
+    tk_tick_spec spec;       /* end_group resolved                          */
+    float dilation;
+    tk_tick_state state;
+    tk_group actual_group;   /* as last scheduled                           */
+    tk_group actual_end_group;
+    uint64_t ticks;          /* times it ticked                             */
+    uint64_t last_frame;     /* frame of its last tick (0 if never)         */
+    float last_dt;           /* dt passed to its last tick                  */
+    double accum_dt;         /* sum of the dt passed to it                  */
+    double cooldown;         /* s until due, for cooling-down functions     */
+    size_t n_prerequisites;
+    bool cycle;              /* one of its prerequisite edges closes a cycle */
+} tk_tick_info;
+
+int tk_tick_get(const tk_world_t *w, tk_tick_id id, tk_tick_info *out);
+
+/* Copy up to `cap` live prerequisites into `out`; returns how many it has. */
+size_t tk_tick_prerequisites(const tk_world_t *w, tk_tick_id id,
+                             tk_tick_id *out, size_t cap);
+
+/* Iterate registered functions in slot order: start with *cursor = 0; returns
+ * false at the end.  The order is stable while nothing is registered. */
+bool tk_tick_next(const tk_world_t *w, uint64_t *cursor, tk_tick_id *out);
+
+typedef struct tk_tick_counts {
+    size_t registered, enabled, disabled, cooling_down;
+} tk_tick_counts;
+
+void tk_tick_get_counts(const tk_world_t *w, tk_tick_counts *out);
+
+/* ---- tracing (Unreal's tick.LogTicks) ----------------------------------- */
+
+/* Called for every tick function executed, in execution order, with the
+ * group it ran in.  Tracing turns batching off while installed. */
+typedef void (*tk_trace_fn)(void *ud, tk_tick_id id, void *target,
+                            tk_group group);
+
+void tk_world_set_trace(tk_world_t *w, tk_trace_fn fn, void *ud);
+
+/*
+ * A tick slower than `threshold_ns` (0 = off) is reported to `fn` with its
+ * duration.  Functions ticked one by one are timed one by one; a batch is
+ * timed as a whole and reported with the first function of the batch and
+ * `n` > 1.
+ */
+typedef void (*tk_slow_tick_fn)(void *ud, tk_tick_id id, void *target,
+                                tk_class_id cls, uint64_t ns, size_t n);
+
+void tk_world_set_slow_tick(tk_world_t *w, uint64_t threshold_ns,
+                            tk_slow_tick_fn fn, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

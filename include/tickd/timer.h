@@ -1,0 +1,127 @@
+/*
+ * tickd/timer.h - the world's timer manager, with Unreal's FTimerManager
+ * semantics (UE-SEMANTICS 4).
+ *
+ * The manager is ticked once per frame with the world's dilated dt, after
+ * post_physics and before the tickables, never while the world is paused.
+ * Its internal time advances by that dt; a timer expires only when internal
+ * time is strictly greater than its expiry.
+ *
+ * Rules:
+ *  - A timer set while the manager has not yet ticked this frame is
+ *    *pending*: it is activated at the end of this frame's pass with expiry =
+ *    internal time (after the advance) + delay, so the frame's own dt does not
+ *    count toward it.  Set after the pass (or from a callback, which runs
+ *    inside the pass) it is pending too if the pass has not finished, else
+ *    active at once.
+ *  - A looping timer fires CallCount = trunc((now - expiry) / rate) + 1 times
+ *    back to back and moves its expiry by CallCount * rate.
+ *  - Timers due in one pass fire in expiry order, ties in the order they were
+ *    set (libuv's (deadline, seq) key; Unreal's heap leaves ties arbitrary).
+ *  - Clearing is immediate and invisible at once; clearing an executing timer
+ *    stops its remaining calls this pass.  Pause keeps the remaining time;
+ *    unpause during or before the pass makes it pending (activated at the end
+ *    of the pass), after the pass active at once.
+ *  - Callbacks may set, clear, pause or unpause any timer, their own included.
+ *  - set_for_next_tick: active with expiry = current internal time, so it
+ *    fires in the next pass in which time advances (this frame's pass if set
+ *    before it, else next frame's).
+ *  - * rate <= 0 is TK_EINVAL in tickd (Unreal silently clears the handle).
+ *
+ * Handles are 64-bit: slot index in the low 24 bits, a serial number in the
+ * high 40 bits.  A cleared or finished timer's handle is never confused with
+ * a new timer's.  At most TK_TIMER_MAX timers exist at once.
+ *
+ * Data structure: see the header comment of src/core/timer.c (a hierarchical
+ * timing wheel with exact (expiry, seq) ordering inside the due slot).
+ */
+#ifndef TICKD_TIMER_H
+#define TICKD_TIMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint64_t tk_timer_handle;
+#define TK_TIMER_NONE ((tk_timer_handle)0)
+#define TK_TIMER_MAX ((1u << 24) - 1)
+
+typedef enum tk_timer_status {
+    TK_TIMER_PENDING = 0,
+    TK_TIMER_ACTIVE = 1,
+    TK_TIMER_PAUSED = 2,
+    TK_TIMER_EXECUTING = 3
+} tk_timer_status;
+
+const char *tk_timer_status_name(tk_timer_status s); /* "pending", ... */
+
+/* Called once per expiry (CallCount times for a catch-up). */
+typedef void (*tk_timer_fn)(void *ud, tk_timer_handle h, tk_world_t *w);
+
+typedef struct tk_timer_desc {
+    double rate;            /* s, > 0, finite                                 */
+    bool loop;
+    double first_delay;     /* s; < 0 means `rate` (Unreal's FirstDelay = -1)  */
+    tk_timer_fn fn;         /* may be NULL: a pollable clock                  */
+    void *ud;               /* passed to fn; owned by the timer if free_ud    */
+    void (*free_ud)(void *ud); /* called when the timer is gone for good      */
+    uint64_t owner;         /* for tk_timer_clear_owner; 0 = none             */
+} tk_timer_desc;
+
+/* Set a timer.  Validates first; TK_ELIMIT past TK_TIMER_MAX. */
+int tk_timer_set(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle *out);
+
+/* SetTimerForNextTick: desc->rate, loop and first_delay are ignored. */
+int tk_timer_set_for_next_tick(tk_world_t *w, const tk_timer_desc *desc,
+                               tk_timer_handle *out);
+
+/* Each returns TK_ENOENT for an unknown, cleared or finished handle. */
+int tk_timer_clear(tk_world_t *w, tk_timer_handle h);
+int tk_timer_pause(tk_world_t *w, tk_timer_handle h);   /* no-op if paused   */
+int tk_timer_unpause(tk_world_t *w, tk_timer_handle h); /* no-op if !paused  */
+
+/* Clear every timer whose owner is `owner`; returns how many. */
+size_t tk_timer_clear_owner(tk_world_t *w, uint64_t owner);
+
+typedef struct tk_timer_info {
+    tk_timer_handle handle;
+    tk_timer_status status;
+    double rate;            /* s                                             */
+    bool loop;
+    double elapsed;         /* s (GetTimerElapsed; may be < 0 when pending)  */
+    double remaining;       /* s (GetTimerRemaining)                         */
+    uint64_t fired;         /* callbacks run so far                          */
+    uint64_t owner;
+    void *ud;
+} tk_timer_info;
+
+int tk_timer_get(const tk_world_t *w, tk_timer_handle h, tk_timer_info *out);
+bool tk_timer_exists(const tk_world_t *w, tk_timer_handle h);
+
+/* Iterate live timers in slot order: *cursor = 0 to start; false at end. */
+bool tk_timer_next(const tk_world_t *w, uint64_t *cursor, tk_timer_handle *out);
+
+typedef struct tk_timer_counts {
+    size_t active, paused, pending;  /* executing counts as active */
+} tk_timer_counts;
+
+void tk_timer_get_counts(const tk_world_t *w, tk_timer_counts *out);
+
+/* Internal time of the manager (s) and whether it has ticked this frame. */
+double tk_timer_manager_time(const tk_world_t *w);
+bool tk_timer_ticked_this_frame(const tk_world_t *w);
+
+/* Seconds of internal time until the earliest active timer expires, or a
+ * negative value if none is active. */
+double tk_timer_next_due(const tk_world_t *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,150 @@
+/*
+ * tickd/world.h - the world: levels, world time, pause and time dilation.
+ *
+ * A world owns named levels (the level "persistent" always exists), the tick
+ * functions registered in them (tick.h), a timer manager (timer.h) and the
+ * tickable objects (tickable.h).  It is ticked once per frame by the engine
+ * (engine.h), which owns it; nothing here reads a clock.
+ *
+ * Time follows Unreal's UWorld::Tick (UE-SEMANTICS 2.1):
+ *   world dt  = dilation * clamp(raw dt, 0.0005 s, 0.4 s)   (FixupDeltaSeconds)
+ *   dilation  in [0.0001, 20]                                (SetTimeDilation)
+ *   world_time    += world dt, only while not paused (TimeSeconds)
+ *   unpaused_time += world dt, always                 (UnpausedTimeSeconds)
+ *   real_time     += raw dt, undilated                (RealTimeSeconds)
+ * tickd keeps these clocks in integer nanoseconds, so that "exactly at a
+ * multiple of the interval" means exactly that (Unreal's float cooldowns may
+ * land one frame either way).
+ *
+ * The world is single-threaded: every call must come from the thread that
+ * runs the engine's frames.  Calls made from inside a tick function, timer or
+ * tickable callback are allowed and follow Unreal's mid-frame rules.
+ */
+#ifndef TICKD_WORLD_H
+#define TICKD_WORLD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tk_world tk_world_t;
+typedef struct tk_engine tk_engine_t;
+
+/* A level handle: index (low 16 bits) + generation (high 16 bits); 0 never
+ * names a level.  The persistent level is TK_LEVEL_PERSISTENT. */
+typedef uint32_t tk_level_id;
+#define TK_LEVEL_NONE ((tk_level_id)0)
+#define TK_LEVEL_PERSISTENT ((tk_level_id)0x00010000u)
+#define TK_LEVEL_NAME_MAX 63   /* bytes, excluding the terminator */
+#define TK_LEVEL_MAX 4096      /* levels alive at once */
+
+#define TK_DILATION_MIN 0.0001
+#define TK_DILATION_MAX 20.0
+#define TK_MIN_FRAME_S 0.0005  /* MinUndilatedFrameTime */
+#define TK_MAX_FRAME_S 0.4     /* MaxUndilatedFrameTime */
+
+/* ---- levels ---------------------------------------------------------- */
+
+/*
+ * Add a level named `name` (1..63 bytes of [A-Za-z0-9_.-]).
+ * TK_EEXIST if a level of that name exists, TK_ELIMIT past TK_LEVEL_MAX.
+ */
+int tk_level_add(tk_world_t *w, const char *name, tk_level_id *out);
+
+/*
+ * Remove a level.  Every tick function registered in it is unregistered
+ * first (also mid-frame: none of them ticks after this call returns).
+ * TK_ESTATE for the persistent level, TK_ENOENT for an unknown or stale id.
+ */
+int tk_level_remove(tk_world_t *w, tk_level_id id);
+
+/* Find a level by name: 0 or TK_ENOENT. */
+int tk_level_find(const tk_world_t *w, const char *name, tk_level_id *out);
+
+/* Name of a live level, or NULL. The string lives as long as the level. */
+const char *tk_level_name(const tk_world_t *w, tk_level_id id);
+
+/* Number of tick functions registered in a level (0 for unknown ids). */
+size_t tk_level_tick_count(const tk_world_t *w, tk_level_id id);
+
+/* Number of live levels, and the i-th in creation order (TK_LEVEL_NONE past
+ * the end).  Order is stable while no level is added or removed. */
+size_t tk_level_count(const tk_world_t *w);
+tk_level_id tk_level_at(const tk_world_t *w, size_t i);
+
+/* ---- time, pause, dilation ------------------------------------------- */
+
+typedef struct tk_world_time {
+    uint64_t frame;           /* frames completed so far (GFrameCounter)      */
+    double world_time;        /* s, dilated, stops while paused (TimeSeconds) */
+    double unpaused_time;     /* s, dilated, never stops                      */
+    double real_time;         /* s, undilated                                 */
+    double dt;                /* s, world dt of the last frame                */
+    double raw_dt;            /* s, raw (undilated, max_dt-clamped) dt        */
+    double time_dilation;     /* current global dilation                      */
+    bool paused;              /* pause state between frames                   */
+    bool in_frame;            /* true while the world is being ticked         */
+} tk_world_time;
+
+void tk_world_get_time(const tk_world_t *w, tk_world_time *out);
+
+/* Exact clocks in ns (the doubles above are these times 1e-9). */
+uint64_t tk_world_time_ns(const tk_world_t *w);
+uint64_t tk_world_unpaused_time_ns(const tk_world_t *w);
+uint64_t tk_world_frame(const tk_world_t *w);
+
+/*
+ * Global time dilation, clamped to [TK_DILATION_MIN, TK_DILATION_MAX].
+ * Takes effect from the next frame.  Returns the value actually set.
+ * NaN is TK_EINVAL (nothing changes).
+ */
+int tk_world_set_time_dilation(tk_world_t *w, double value, double *applied);
+double tk_world_time_dilation(const tk_world_t *w);
+
+/* Pause / unpause; takes effect from the next frame (Unreal samples the pause
+ * flag once at the start of UWorld::Tick). */
+void tk_world_set_paused(tk_world_t *w, bool paused);
+bool tk_world_paused(const tk_world_t *w);
+
+/*
+ * While paused, run the next `frames` frames as if unpaused (world time and
+ * timers advance, all tick groups run).  TK_ESTATE if the world is not paused,
+ * TK_EINVAL for 0.  Steps add up if called again before they ran.
+ */
+int tk_world_step(tk_world_t *w, uint64_t frames);
+uint64_t tk_world_steps_pending(const tk_world_t *w);
+
+/* ---- errors and statistics ------------------------------------------- */
+
+/* A sentence about the last failed call on this world ("" if none). */
+const char *tk_world_last_error(const tk_world_t *w);
+
+/* What the last frame spent, in ns of monotonic time, per phase. */
+typedef struct tk_world_frame_stats {
+    uint64_t group_ns[8];      /* by tk_group, TK_GROUP_NEWLY_SPAWNED = drain */
+    uint64_t start_frame_ns;   /* StartFrame: cooldowns, schedule upkeep      */
+    uint64_t timers_ns;        /* timer manager                               */
+    uint64_t tickables_ns;     /* tickable objects                            */
+    uint64_t ticks_run;        /* tick functions executed                     */
+    uint64_t timers_fired;     /* timer callbacks run                         */
+    uint64_t tickables_run;    /* tickables ticked                            */
+    uint32_t newly_spawned_rounds; /* rounds of the last_demotable drain      */
+    bool pause_frame;          /* the frame ran as a pause frame              */
+} tk_world_frame_stats;
+
+void tk_world_get_frame_stats(const tk_world_t *w, tk_world_frame_stats *out);
+
+/*
+ * The monotonic clock the world uses to time its phases for statistics (it
+ * never influences simulation).  Set by the engine; NULL disables timing.
+ */
+void tk_world_set_stats_clock(tk_world_t *w, uint64_t (*clock)(void *), void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs every benchmark binary under $1/bench/, collects the figures they print
+# on stdout (one "key=value" per line, value a number), prints a table with
+# each goal beside each figure, and writes build/bench.json (one flat object).
+# Human-readable progress goes to stderr.  A key a benchmark could not measure
+# is simply absent: no placeholders.
+set -euo pipefail
+dir=${1:-build/bench}
+out=build/bench.json
+mkdir -p build
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+
+for b in "$dir"/bench/bench_*; do
+  [ -x "$b" ] || continue
+  echo "== $(basename "$b")" >&2
+  if ! BENCH_BUILD="$dir" "$b" >>"$tmp"; then
+    echo "bench: $(basename "$b") failed; its figures are left out" >&2
+  fi
+done
+
+# key | goal shown | comparison (le/ge/-) | threshold
+goals='tick_ns_per_function_1m|<= 5|le|5
+tick_ns_per_function_100k|-|-|0
+tick_ns_per_function_10k|-|-|0
+ue_baseline_ratio|>= 10|ge|10
+interval_ns_per_idle_function_1m|<= 0.5|le|0.5
+batch_speedup|>= 1.5|ge|1.5
+bytes_per_tick_function|<= 64|le|64
+timer_ns_per_op|-|-|0
+timer_ratio_vs_libevent|>= 2|ge|2
+pacing_p99_jitter_us|<= 250|le|250
+idle_cpu_percent|<= 1|le|1
+rpc_requests_per_s|>= 100000|ge|100000
+spawn_1m_seconds|<= 1|le|1
+rss_mib_1m_entities|<= 160|le|160
+mspt_p50_1m_entities|<= 5|le|5'
+
+{
+  printf '{'
+  first=1
+  while IFS='=' read -r k v; do
+    [ -n "$k" ] || continue
+    case "$k" in *[!a-z0-9_]*) continue ;; esac
+    [ $first = 1 ] || printf ','
+    printf '\n  "%s": %s' "$k" "$v"
+    first=0
+  done <"$tmp"
+  printf '\n}\n'
+} >"$out"
+
+printf '\n%-36s %14s %12s %s\n' "figure" "measured" "goal" ""
+while IFS='|' read -r k g cmp thr; do
+  v=$(grep -m1 "^$k=" "$tmp" | cut -d= -f2 || true)
+  if [ -z "$v" ]; then
+    printf '%-36s %14s %12s %s\n' "$k" "not measured" "$g" ""
+    continue
+  fi
+  mark=""
+  case $cmp in
+    le) awk -v a="$v" -v b="$thr" 'BEGIN{exit !(a<=b)}' && mark="ok" || mark="MISSED" ;;
+    ge) awk -v a="$v" -v b="$thr" 'BEGIN{exit !(a>=b)}' && mark="ok" || mark="MISSED" ;;
+  esac
+  printf '%-36s %14s %12s %s\n' "$k" "$v" "$g" "$mark"
+done <<<"$goals"
+# figures without a goal row
+grep -v -E "^($(echo "$goals" | cut -d'|' -f1 | paste -sd'|'))=" "$tmp" | while IFS='=' read -r k v; do
+  [ -n "$k" ] && printf '%-36s %14s %12s\n' "$k" "$v" "-"
+done || true
+echo
+echo "wrote $out"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs each test binary given on the command line, shows its output, and fails at
+# the end if any of them failed. Check's own summary line ("100%: Checks: N,
+# Failures: 0, Errors: 0") is printed by each suite binary.
+set -u
+export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-60}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+label=normal
+[ "${SAN:-}" = 1 ] && label="asan+ubsan"
+failed=()
+for t in "$@"; do
+  [ -x "$t" ] || continue
+  echo "== $t ($label)"
+  if ! "$t"; then failed+=("$t"); fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED ($label): ${failed[*]}" >&2
+  exit 1
+fi
+echo "all tests passed ($label): $# binaries"

@@ -1,0 +1,87 @@
+/*
+ * world_int.h - the world's private structure, shared by the core modules
+ * (world.c, tick.c, timer.c, tickable.c, engine.c).  The daemon never
+ * includes this file: it uses the public headers only.
+ */
+#ifndef TICKD_WORLD_INT_H
+#define TICKD_WORLD_INT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tickd/engine.h"
+#include "tickd/tick.h"
+#include "tickd/world.h"
+#include "util_int.h"
+
+struct tk__ticks;      /* tick.c     */
+struct tk__timers;     /* timer.c    */
+struct tk__tickables;  /* tickable.c */
+
+typedef struct tk__level {
+    char name[TK_LEVEL_NAME_MAX + 1];
+    uint16_t gen;            /* generation of this slot; 0 = never used   */
+    bool alive;
+    size_t n_ticks;          /* tick functions registered in it           */
+    uint32_t order;          /* creation order, for tk_level_at           */
+} tk__level;
+
+struct tk_world {
+    tk_engine_t *engine;     /* owner (may be NULL in unit tests)          */
+
+    /* time, all in ns (see world.h) */
+    uint64_t frame;          /* frames completed (GFrameCounter)           */
+    uint64_t time_ns;        /* world time, stops while paused             */
+    uint64_t unpaused_ns;    /* unpaused time                              */
+    uint64_t real_ns;        /* real time, undilated                       */
+    uint64_t dt_ns;          /* world dt of the current/last frame         */
+    uint64_t raw_dt_ns;      /* raw dt of the current/last frame           */
+    double dilation;         /* global time dilation                       */
+    bool paused;             /* requested pause state                      */
+    bool frame_paused;       /* the current/last frame is a pause frame    */
+    bool in_frame;           /* inside tk__world_tick                      */
+    uint64_t steps;          /* frames to run unpaused while paused        */
+
+    /* levels: slot 0 unused so that TK_LEVEL_NONE == 0 */
+    tk__level *levels;
+    size_t n_levels_cap;     /* slots allocated                            */
+    size_t n_levels_live;
+    uint32_t level_order_next;
+
+    struct tk__ticks *ticks;
+    struct tk__timers *timers;
+    struct tk__tickables *tickables;
+
+    /* statistics */
+    uint64_t (*stats_clock)(void *ud);
+    void *stats_clock_ud;
+    tk_world_frame_stats fstats;
+
+    char errbuf[256];        /* tk_world_last_error                        */
+};
+
+/* Set the world's last-error sentence and return `code` (for `return
+ * tk__world_error(w, TK_EINVAL, "interval must be ...")`). */
+int tk__world_error(tk_world_t *w, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Create / free a world (the engine owns it). */
+int tk__world_new(tk_engine_t *e, double dilation, tk_world_t **out);
+void tk__world_free(tk_world_t *w);
+
+/* One world tick with the raw dt (step 4 of a frame, engine.h). */
+void tk__world_tick(tk_world_t *w, uint64_t raw_dt_ns);
+/* The frame counter + 1, at the very end of the frame. */
+void tk__world_end_frame(tk_world_t *w);
+
+/* Level slot for a live id, or NULL. */
+tk__level *tk__level_get(const tk_world_t *w, tk_level_id id);
+
+/* Monotonic ns for statistics (0 when no stats clock is set). */
+static inline uint64_t tk__world_stats_now(const tk_world_t *w)
+{
+    return w->stats_clock ? w->stats_clock(w->stats_clock_ud) : 0;
+}
+
+#endif
