@@ -126,7 +126,9 @@ void tk_engine_get_stats(const tk_engine_t *e, tk_engine_stats *out);
 /*
  * Frame-time statistics over a window, usable on their own (engine.sprint
  * reports the mspt of its frames).  Constant memory: per-second buckets of a
- * log-linear histogram (about 1% resolution), 60 of them.
+ * log-linear histogram (percentiles within 0.8% from 1 us to 17 s), enough
+ * for 60 s of windows.  Windows fall on whole seconds of the monotonic clock;
+ * stats.c's header states the exact edges and precision.
  */
 typedef struct tk_frame_stats tk_frame_stats;
 tk_frame_stats *tk_frame_stats_new(void);
@@ -138,7 +140,9 @@ void tk_frame_stats_add(tk_frame_stats *s, uint64_t start_ns, uint64_t work_ns);
  * 0 means every frame recorded since the last reset. */
 void tk_frame_stats_mspt(const tk_frame_stats *s, uint64_t now_ns,
                          unsigned window_s, tk_mspt *out);
-/* Frames per second over the last `window_s` seconds ending at `now_ns`. */
+/* Frames per second over the last `window_s` (1..60) whole seconds before
+ * `now_ns`, or over the time actually recorded when that is shorter (so the
+ * rate is right from the start); window_s 0 means since the last reset. */
 double tk_frame_stats_tps(const tk_frame_stats *s, uint64_t now_ns,
                           unsigned window_s);
 

@@ -20,12 +20,14 @@
  *    already ticked this frame or unregistered is ignored; a stale one (its
  *    function was unregistered) is dropped; an edge that closes a cycle is
  *    ignored and logged once (Unreal logs it every frame).
- *  - * Order inside a group is deterministic: high priority first (a function
- *    that is a prerequisite of a high-priority one in the same group is high
- *    priority too), then prerequisite depth, then class, then registration
- *    order.  Functions queued during the frame (newly spawned, re-enabled) and
- *    those whose group depends on an interval prerequisite run after the
- *    scheduled ones of their group and priority.  (Unreal: hash-set order.)
+ *  - * Order inside a group is deterministic: high priority first, then
+ *    prerequisite depth, then class, then registration order.  A
+ *    high-priority function whose prerequisite runs in the same group without
+ *    high priority runs with the normal ones, after it (prerequisites win).
+ *    Functions queued during the frame (newly spawned, re-enabled) and those
+ *    whose group depends on an interval prerequisite run after the scheduled
+ *    ones of their group and priority.  (Unreal: hash-set order; priority only
+ *    orders dispatch.)
  *  - Intervals: a function with interval I > 0 ticks when it becomes enabled,
  *    then cools down; it is due in the first frame whose end passes its due
  *    time strictly, and is then rescheduled to due + I (Unreal's "credit for
@@ -250,10 +252,19 @@ typedef struct tk_tick_counts {
 
 void tk_tick_get_counts(const tk_world_t *w, tk_tick_counts *out);
 
-/* ---- tracing (Unreal's tick.LogTicks) ----------------------------------- */
+/* ---- naming, tracing (Unreal's tick.LogTicks) ---------------------------- */
+
+/* Describe a tick function for log lines (cycles, runaway spawns): write a
+ * short name such as "entity 12 [counter]" into buf.  Without a namer, the
+ * world writes "tick <slot>:<generation> [<class>]". */
+typedef void (*tk_tick_namer_fn)(void *ud, tk_tick_id id, void *target,
+                                 char *buf, size_t len);
+
+void tk_world_set_tick_namer(tk_world_t *w, tk_tick_namer_fn fn, void *ud);
 
 /* Called for every tick function executed, in execution order, with the
- * group it ran in.  Tracing turns batching off while installed. */
+ * group it ran in (in pause frames: its own configured group).  Tracing turns
+ * batching off while installed. */
 typedef void (*tk_trace_fn)(void *ud, tk_tick_id id, void *target,
                             tk_group group);
 

@@ -9,8 +9,13 @@
  *   - while the world is paused only tickables with `when_paused` tick;
  *   - a tickable added or removed while the tickables are being ticked takes
  *     effect from the next pass: the current iteration is not disturbed (a
- *     removed one that has not ticked yet in this pass does not tick).
- * Tickables are ticked in the order they were added.
+ *     removed one that has not ticked yet in this pass does not tick, and
+ *     its free_ud is called after the pass).  A tickable's callback may add,
+ *     remove or change any tickable, itself included.
+ * Tickables are ticked in the order they were added.  Ids are slot index +
+ * generation: an id of a removed tickable is TK_ENOENT, even once its slot
+ * is reused.  last_frame is the frame number during which it last ticked
+ * (tk_world_frame() at that time; the first frame is frame 0).
  */
 #ifndef TICKD_TICKABLE_H
 #define TICKD_TICKABLE_H
@@ -67,7 +72,9 @@ typedef struct tk_tickable_info {
 
 int tk_tickable_get(const tk_world_t *w, tk_tickable_id id, tk_tickable_info *out);
 size_t tk_tickable_count(const tk_world_t *w);
-/* Iterate in the order they were added: *cursor = 0 to start. */
+/* Iterate in the order they were added: *cursor = 0 to start; it then holds
+ * the id last returned.  Tickables added between calls are reached; if the
+ * one last returned is removed between two calls, the iteration ends. */
 bool tk_tickable_next(const tk_world_t *w, uint64_t *cursor, tk_tickable_id *out);
 
 #ifdef __cplusplus

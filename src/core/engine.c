@@ -1,0 +1,254 @@
+/*
+ * engine.c - the engine loop: pacing, time, hooks and the frame counter, in
+ * the order written down in engine.h.
+ *
+ * Pacing is Unreal's max tick rate: the deadline of a frame is the previous
+ * frame's start + period, so work time is absorbed and a late frame is not
+ * caught up (its dt is simply longer).  The wait is a hook; the default hook
+ * sleeps with clock_nanosleep(TIMER_ABSTIME) and spins the last 100 us.  The
+ * process's timer slack is lowered to 1 ns so the kernel wakes us on time.
+ *
+ * The clock is read once per frame for time; statistics read it again to
+ * measure work, which never influences the simulation.
+ */
+#include <math.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "ticker_int.h"
+#include "world_int.h"
+
+#include "tickd/error.h"
+
+#define DEFAULT_SPIN_NS 100000ull /* final spin of the default wait */
+
+struct tk_engine {
+    tk_world_t *world;
+    struct tk__ticker *ticker;
+    tk_frame_stats *fstats;
+
+    double tick_rate;        /* Hz, 0 = unlimited                          */
+    uint64_t fixed_dt_ns;    /* 0 = real time                              */
+    uint64_t max_dt_ns;      /* 0 = no clamp                               */
+    uint64_t max_frames;     /* tk_engine_run limit, 0 = none              */
+    bool unpaced;            /* sprint                                     */
+    bool stop;               /* tk_engine_stop called                      */
+    bool started;            /* a frame has run                            */
+
+    tk_clock_fn clock;
+    void *clock_ud;
+    tk_wait_fn wait;
+    void *wait_ud;
+    void (*pre_world)(void *ud, tk_engine_t *e);
+    void (*post_frame)(void *ud, tk_engine_t *e, const tk_frame_info *f);
+    void *hook_ud;
+
+    uint64_t last_start_ns;  /* start of the previous frame (after wait)   */
+    uint64_t overruns;       /* frames whose work exceeded the period      */
+    uint64_t behind_ns;      /* accumulated lateness of consecutive slow frames */
+    tk_frame_info last;
+};
+
+static uint64_t default_clock(void *ud)
+{
+    (void)ud;
+    return tk_clock_now_ns();
+}
+
+static void default_wait(void *ud, uint64_t deadline_ns)
+{
+    (void)ud;
+    if (deadline_ns)
+        tk_clock_sleep_until(deadline_ns, DEFAULT_SPIN_NS);
+}
+
+struct tk__ticker *tk__engine_ticker(tk_engine_t *e) { return e->ticker; }
+
+void tk_engine_desc_default(tk_engine_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->tick_rate = 60;
+    d->max_dt = 0.4;
+    d->time_dilation = 1.0;
+}
+
+static int check_rate(double v, double max) { return isfinite(v) && v >= 0 && v <= max; }
+
+int tk_engine_new(const tk_engine_desc *d, tk_engine_t **out)
+{
+    if (!d || !out)
+        return TK_EINVAL;
+    if (!check_rate(d->tick_rate, 1e6) || !check_rate(d->fixed_dt, 1e6) ||
+        !check_rate(d->max_dt, 1e6) || !(isfinite(d->time_dilation) && d->time_dilation >= 0))
+        return TK_EINVAL;
+    tk_engine_t *e = tk_calloc(1, sizeof *e);
+    e->tick_rate = d->tick_rate;
+    e->fixed_dt_ns = tk_s_to_ns(d->fixed_dt);
+    e->max_dt_ns = tk_s_to_ns(d->max_dt);
+    e->max_frames = d->max_frames;
+    e->clock = d->clock ? d->clock : default_clock;
+    e->clock_ud = d->clock_ud;
+    e->wait = d->wait ? d->wait : default_wait;
+    e->wait_ud = d->wait_ud;
+    e->pre_world = d->pre_world;
+    e->post_frame = d->post_frame;
+    e->hook_ud = d->hook_ud;
+    e->ticker = tk__ticker_new();
+    e->fstats = tk_frame_stats_new();
+    tk__world_new(e, d->time_dilation, &e->world);
+    tk_world_set_stats_clock(e->world, e->clock, e->clock_ud);
+#ifdef PR_SET_TIMERSLACK
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+    *out = e;
+    return 0;
+}
+
+void tk_engine_free(tk_engine_t *e)
+{
+    if (!e)
+        return;
+    tk__world_free(e->world);
+    tk__ticker_free(e->ticker);
+    tk_frame_stats_free(e->fstats);
+    tk_free(e);
+}
+
+tk_world_t *tk_engine_world(tk_engine_t *e) { return e->world; }
+tk_engine_t *tk_world_engine(tk_world_t *w) { return w->engine; }
+
+static uint64_t period_ns(const tk_engine_t *e)
+{
+    if (e->unpaced || e->tick_rate <= 0)
+        return 0;
+    return (uint64_t)llround(1e9 / e->tick_rate);
+}
+
+int tk_engine_frame(tk_engine_t *e)
+{
+    uint64_t period = period_ns(e);
+    uint64_t now = e->clock(e->clock_ud);
+    if (!e->started) {
+        /* Unreal starts LastRealTime 0.1 ms in the past so the first delta is
+         * not zero; with a period we start one period in the past so the
+         * first frame runs at once with a nominal dt. */
+        e->last_start_ns = now - (period ? period : 100000);
+        e->started = true;
+    }
+
+    /* 1. Pace. */
+    uint64_t wait_start = now;
+    if (period) {
+        uint64_t deadline = e->last_start_ns + period;
+        while (now < deadline && !e->stop) {
+            e->wait(e->wait_ud, deadline);
+            now = e->clock(e->clock_ud);
+        }
+    } else {
+        e->wait(e->wait_ud, 0);
+        now = e->clock(e->clock_ud);
+    }
+
+    /* 2. Time: the one clock read that drives the frame. */
+    uint64_t start = now;
+    uint64_t real = start - e->last_start_ns;
+    uint64_t raw = e->fixed_dt_ns ? e->fixed_dt_ns : real;
+    if (e->max_dt_ns && raw > e->max_dt_ns)
+        raw = e->max_dt_ns;
+    if (period && real > period)
+        e->behind_ns += real - period;
+    else
+        e->behind_ns = 0;
+    e->last_start_ns = start;
+
+    /* 3. Deferred commands. */
+    if (e->pre_world)
+        e->pre_world(e->hook_ud, e);
+
+    /* 4. World. */
+    tk__world_tick(e->world, raw);
+
+    /* 5. Core ticker (raw, undilated, also while paused). */
+    tk__ticker_tick(e->ticker, tk_ns_to_s(raw));
+
+    uint64_t end = e->clock(e->clock_ud);
+    tk_frame_info *f = &e->last;
+    f->frame = e->world->frame;
+    f->start_ns = start;
+    f->raw_dt_ns = raw;
+    f->world_dt_ns = e->world->dt_ns;
+    f->work_ns = end - start;
+    f->wait_ns = start - wait_start;
+    f->period_ns = period;
+    f->overrun = period && f->work_ns > period;
+    f->paused = e->world->frame_paused;
+    if (f->overrun)
+        e->overruns++;
+    tk_frame_stats_add(e->fstats, start, f->work_ns);
+    if (e->post_frame)
+        e->post_frame(e->hook_ud, e, f);
+
+    tk__world_end_frame(e->world);
+    return 0;
+}
+
+uint64_t tk_engine_run(tk_engine_t *e)
+{
+    uint64_t n = 0;
+    e->stop = false;
+    while (!e->stop && (e->max_frames == 0 || n < e->max_frames)) {
+        tk_engine_frame(e);
+        n++;
+    }
+    return n;
+}
+
+void tk_engine_stop(tk_engine_t *e) { e->stop = true; }
+bool tk_engine_stopping(const tk_engine_t *e) { return e->stop; }
+
+int tk_engine_set_tick_rate(tk_engine_t *e, double hz)
+{
+    if (!check_rate(hz, 1e6))
+        return tk__world_error(e->world, TK_EINVAL, "tick rate must be a finite number >= 0");
+    e->tick_rate = hz;
+    return 0;
+}
+double tk_engine_tick_rate(const tk_engine_t *e) { return e->tick_rate; }
+
+int tk_engine_set_fixed_dt(tk_engine_t *e, double s)
+{
+    if (!check_rate(s, 1e6))
+        return tk__world_error(e->world, TK_EINVAL, "fixed dt must be a finite number >= 0");
+    e->fixed_dt_ns = tk_s_to_ns(s);
+    return 0;
+}
+double tk_engine_fixed_dt(const tk_engine_t *e) { return tk_ns_to_s(e->fixed_dt_ns); }
+
+int tk_engine_set_max_dt(tk_engine_t *e, double s)
+{
+    if (!check_rate(s, 1e6))
+        return tk__world_error(e->world, TK_EINVAL, "max dt must be a finite number >= 0");
+    e->max_dt_ns = tk_s_to_ns(s);
+    return 0;
+}
+double tk_engine_max_dt(const tk_engine_t *e) { return tk_ns_to_s(e->max_dt_ns); }
+
+void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced) { e->unpaced = unpaced; }
+
+uint64_t tk_engine_frame_count(const tk_engine_t *e) { return e->world->frame; }
+uint64_t tk_engine_now(const tk_engine_t *e) { return e->clock(e->clock_ud); }
+
+void tk_engine_get_stats(const tk_engine_t *e, tk_engine_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t now = e->clock(e->clock_ud);
+    out->frame = e->world->frame;
+    out->target_hz = e->tick_rate;
+    out->tps_1s = tk_frame_stats_tps(e->fstats, now, 1);
+    out->tps_10s = tk_frame_stats_tps(e->fstats, now, 10);
+    out->tps_1m = tk_frame_stats_tps(e->fstats, now, 60);
+    tk_frame_stats_mspt(e->fstats, now, 10, &out->mspt);
+    out->overruns = e->overruns;
+    out->behind_s = tk_ns_to_s(e->behind_ns);
+    out->last = e->last;
+}

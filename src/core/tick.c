@@ -1,0 +1,2317 @@
+/*
+ * tick.c - the tick scheduler: Unreal's FTickTaskManager semantics (see
+ * tick.h for the rules) without Unreal's per-frame cost.
+ *
+ * Unreal rebuilds its queue every frame: it walks a hash set of every enabled
+ * tick function, creates one task per function, links the tasks of the
+ * prerequisites, walks a sorted cooldown list and re-sorts the functions it
+ * rescheduled.  tickd keeps the result of that work between frames.
+ *
+ * Records.  A registered function is a 40-byte record in a slab (`rec`),
+ * named by slot index + generation.  Rare attributes (interval, custom
+ * dilation, prerequisites and dependents, materialized counters, per-frame
+ * marks) live in an `ext` record that only unusual functions have.
+ *
+ * Lanes.  Every registered function sits in exactly one lane: a dense array
+ * of targets (plus slot indices and two bitmaps) for one (actual start group,
+ * priority band, prerequisite depth, class), in registration order.  A group
+ * runs its lanes in (band, depth, class) order, which is the order tick.h
+ * promises.  Bit `act` says the entry ticks this frame; bit `spec` says it
+ * needs individual treatment (interval delta, custom dilation, no batching,
+ * pause-frame ticking...).  A run of entries with act=1, spec=0 is handed to
+ * the class's batch function in one call: the pointer read is the whole
+ * per-function cost.  Lanes change only when a function is added, removed,
+ * re-grouped or gets new prerequisites, and then only the lanes involved are
+ * compacted (amortized: when a quarter of a lane is dead) or merged back into
+ * registration order.
+ *
+ * Counters without writes.  An every-frame function in a lane ("derived")
+ * does not update its own counters: its lane counts its runs and the sum of
+ * the dt it handed out, and the function keeps a reference to a "cohort"
+ * holding its counters as they were when it joined the lane (functions that
+ * join with identical history share a cohort).  Its counters are cohort +
+ * (lane now - lane at join).  A function that leaves the lane or stops being
+ * an every-frame one has its counters materialized into its ext record.
+ *
+ * Placement.  A function's actual groups, band and depth follow from its
+ * prerequisites (QueueTickFunction, UE-SEMANTICS 3.6), computed once when
+ * something changes, for the changed functions' connected component of the
+ * prerequisite graph, in registration order, so the edge that closes a cycle
+ * is the one Unreal would drop when iterating in registration order.  A
+ * function whose group depends on a prerequisite that only ticks on some
+ * frames (an interval function) is "dynamic": it is queued every frame the
+ * way Unreal queues it (recursively, prerequisites first) and runs from the
+ * group's "extras" list, after the lanes of its band.  The same per-frame
+ * queueing handles functions registered or enabled mid-frame (newly spawned).
+ *
+ * Intervals.  Cooling-down functions wait on a timing wheel (wheel_int.h),
+ * one on world time and one on unpaused time (even_when_paused functions):
+ * a function that is not due costs nothing.  Due time + interval is exactly
+ * Unreal's cooldown with overrun credit.
+ *
+ * Complexity per frame: O(functions that tick) + O(lanes) + O(due interval
+ * functions) + O(dynamic functions); registration O(1) amortized; a change
+ * to a function with prerequisites O(size of its component).  No allocation
+ * in a steady-state frame.
+ *
+ * Not here: timers (timer.c), tickables (tickable.c), the world's clocks
+ * (world.c).  Threads: any_thread functions run on the frame thread.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tick_int.h"
+#include "wheel_int.h"
+#include "world_int.h"
+
+#include "tickd/error.h"
+
+#define NONE32 0xffffffffu
+#define MAX_NEWLY_ROUNDS 101
+#define GROUPS 8
+
+/* rec.state values beyond tk_tick_state */
+#define RS_FREE 3
+
+/* rec.flags */
+enum {
+    RF_HIPRI = 1u << 0,     /* spec.high_priority                           */
+    RF_BATCH = 1u << 1,     /* spec.batch                                   */
+    RF_PAUSED = 1u << 2,    /* spec.even_when_paused                        */
+    RF_ANYTHREAD = 1u << 3, /* spec.any_thread                              */
+    RF_DYNAMIC = 1u << 4,   /* group depends on this frame's prerequisites  */
+    RF_NEWLY = 1u << 5,     /* waiting in the newly-spawned list            */
+    RF_DIRTY = 1u << 6,     /* placement must be recomputed at StartFrame   */
+    RF_LOWBAND = 1u << 7,   /* high priority yielded to a prerequisite      */
+};
+
+typedef struct rec {
+    uint64_t seq;      /* registration order                              */
+    uint32_t gen;      /* generation of the slot                          */
+    uint32_t ext;      /* ext record, 0 = none                            */
+    uint32_t lane;     /* lane it sits in                                 */
+    uint32_t pos;      /* position in the lane; next free slot when free  */
+    uint32_t cohort;   /* counters derived from the lane, 0 = not derived */
+    uint16_t level;    /* level slot index                                */
+    uint16_t cls;      /* class                                           */
+    uint8_t grp;       /* configured group | end group << 4               */
+    uint8_t act;       /* actual start group | actual end group << 4      */
+    uint8_t state;     /* tk_tick_state or RS_FREE                        */
+    uint8_t flags;     /* RF_*                                            */
+} rec;
+
+typedef struct ext {
+    uint32_t rec;          /* owner slot; NONE32 when free (next free in wnode) */
+    uint32_t wnode;        /* node in a wheel while cooling down, else NONE32   */
+    uint64_t ticks;        /* materialized counters (when not derived)          */
+    uint64_t last_frame;
+    double accum;          /* s                                                 */
+    float last_dt;         /* s                                                 */
+    float dilation;        /* custom time dilation                              */
+    uint64_t interval_ns;  /* 0 = every frame                                   */
+    int64_t last_iv_ns;    /* CalculateDeltaTime's last tick time, -1 = none     */
+    tk_tick_id *pre;       /* prerequisites, in the order added                 */
+    uint8_t *pre_cycle;    /* 1 where the edge closes a cycle                   */
+    uint32_t n_pre, cap_pre;
+    uint32_t *dep;         /* dependents (slot indices)                         */
+    uint32_t n_dep, cap_dep;
+    uint32_t depth;        /* static prerequisite depth (lane key)              */
+    uint32_t fdepth;       /* depth among this frame's extras                   */
+    uint8_t fact;          /* actual groups chosen this frame (extras)          */
+    uint8_t fband;         /* band chosen this frame (extras)                   */
+    bool was_interval;     /* Unreal's bWasInterval                             */
+    bool in_unpaused;      /* its wheel is the unpaused-time one                */
+    uint64_t visit, queued, task, done, due, cancel; /* frame marks, frame+1    */
+    uint32_t mark, mark_done; /* component walk epochs                          */
+} ext;
+
+typedef struct lane {
+    uint8_t group;         /* actual start group                               */
+    uint8_t band;          /* 0 = high priority, 1 = normal                    */
+    uint16_t cls;
+    uint32_t depth;
+    void **targets;
+    uint32_t *idx;         /* slot index, NONE32 = dead entry                   */
+    uint64_t *act, *spec;  /* bitmaps                                           */
+    uint32_t n, cap, n_dead;
+    uint32_t sorted_n;     /* entries [0, sorted_n) are in registration order   */
+    uint64_t last_seq;     /* largest registration number ever appended         */
+    bool dirty;            /* in the upkeep list                               */
+    uint64_t runs;         /* times it ran (derived counters)                   */
+    double accum;          /* s, sum of the dt it handed out                    */
+    uint64_t last_frame;
+    float last_dt;
+    uint64_t prev_last_frame; /* values before the current run                  */
+    float prev_last_dt;
+    uint64_t ran;          /* frame+1 of its last run                           */
+    uint32_t cur;          /* while running: position being executed            */
+    bool running;
+} lane;
+
+typedef struct cohort {
+    uint32_t lane;         /* lane whose counters it derives from              */
+    uint32_t refs;         /* functions referring to it; next free when 0      */
+    uint64_t runs0;        /* lane counters at join                             */
+    double laccum0;
+    uint64_t ticks0;       /* the functions' counters at join                   */
+    double accum0;
+    uint64_t last_frame0;
+    float last_dt0;
+} cohort;
+
+typedef struct tclass {
+    char name[64];
+    tk_tick_fn fn;
+    tk_tick_batch_fn fn_batch;
+} tclass;
+
+/* An entry of a group's extras list: a function queued this frame. */
+typedef struct xent {
+    uint64_t seq;
+    uint32_t idx, gen;
+    uint32_t depth;
+    uint16_t cls;
+    uint8_t band;
+} xent;
+
+typedef struct dueent {
+    uint64_t due;   /* ns, the due time that expired */
+    uint64_t seq;   /* registration order, for ties  */
+    uint32_t slot;
+} dueent;
+
+typedef struct vec32 {
+    uint32_t *v;
+    size_t n, cap;
+} vec32;
+
+enum { PH_IDLE, PH_GROUPS, PH_PAUSE };
+
+struct tk__ticks {
+    rec *recs;
+    size_t n_recs, cap_recs;
+    uint32_t free_head;       /* free rec slots, through rec.pos                */
+    vec32 limbo;              /* slots freed this frame, reusable after it      */
+    size_t n_live, n_disabled;
+
+    ext *exts;                /* exts[0] unused                                 */
+    size_t n_exts, cap_exts;
+    uint32_t ext_free;
+
+    lane *lanes;              /* lanes[0] unused                                */
+    size_t n_lanes, cap_lanes;
+    uint32_t *lane_hash;      /* open addressing: lane ids, 0 = empty           */
+    size_t lane_hash_cap;
+    vec32 glanes[GROUPS];     /* lanes of each group, sorted by (band, depth, cls) */
+    vec32 dirty_lanes;
+
+    cohort *cohorts;          /* cohorts[0] unused                              */
+    size_t n_cohorts, cap_cohorts;
+    uint32_t cohort_free;
+    uint32_t coh_cache[64];   /* cohorts created in this upkeep                 */
+
+    tclass *classes;
+    size_t n_classes, cap_classes;
+
+    tk__wheel wheel_game;     /* cooldowns on world time                        */
+    tk__wheel wheel_unpaused; /* cooldowns of even_when_paused functions        */
+    bool wheels_ready;
+
+    uint64_t seq_next;
+    vec32 dirty;              /* functions to (re)place at StartFrame           */
+    vec32 fresh;              /* enabled interval functions not cooling yet     */
+    vec32 dyn;                /* dynamic functions, by registration order       */
+    bool dyn_dirty;
+    vec32 paused_fns;         /* even_when_paused functions (pause frames)      */
+    bool paused_dirty;
+    vec32 due_now;            /* lane entries activated for this frame only     */
+    vec32 newly;              /* registered/enabled mid-frame, to queue         */
+    vec32 tmp, stack;         /* scratch                                        */
+    dueent *dues;             /* interval functions due this frame              */
+    size_t n_dues, cap_dues;
+    xent *xs[GROUPS];         /* extras per group                               */
+    size_t n_xs[GROUPS], cap_xs[GROUPS];
+
+    int phase;
+    int cur_group;            /* group running, or the next one                 */
+    uint32_t epoch;           /* component walk marks                           */
+
+    tk_trace_fn trace;
+    void *trace_ud;
+    tk_slow_tick_fn slow_fn;
+    void *slow_ud;
+    uint64_t slow_ns;
+    tk_tick_namer_fn namer;
+    void *namer_ud;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void vpush(vec32 *v, uint32_t x)
+{
+    TK_GROW(v->v, v->cap, v->n + 1);
+    v->v[v->n++] = x;
+}
+
+static inline uint32_t id_slot(tk_tick_id id) { return (uint32_t)id; }
+static inline uint32_t id_gen(tk_tick_id id) { return (uint32_t)(id >> 32); }
+static inline tk_tick_id make_id(uint32_t slot, uint32_t gen)
+{
+    return ((uint64_t)gen << 32) | slot;
+}
+static inline tk_group grp_of(uint8_t b) { return (tk_group)(b & 15); }
+static inline tk_group grp_end(uint8_t b) { return (tk_group)(b >> 4); }
+static inline uint8_t grp_pack(int g, int e) { return (uint8_t)(g | (e << 4)); }
+static inline bool demotable(int g)
+{
+    return g != TK_GROUP_START_PHYSICS && g != TK_GROUP_END_PHYSICS;
+}
+static inline bool bit_get(const uint64_t *b, uint32_t i) { return (b[i >> 6] >> (i & 63)) & 1; }
+static inline void bit_set(uint64_t *b, uint32_t i) { b[i >> 6] |= 1ull << (i & 63); }
+static inline void bit_clr(uint64_t *b, uint32_t i) { b[i >> 6] &= ~(1ull << (i & 63)); }
+static inline void bit_put(uint64_t *b, uint32_t i, bool v)
+{
+    if (v)
+        bit_set(b, i);
+    else
+        bit_clr(b, i);
+}
+
+static inline struct tk__ticks *T_of(const tk_world_t *w) { return w->ticks; }
+static inline uint64_t fmark(const tk_world_t *w) { return w->frame + 1; }
+
+static rec *live_rec(const tk_world_t *w, tk_tick_id id)
+{
+    struct tk__ticks *T = T_of(w);
+    uint32_t s = id_slot(id);
+    if (id == TK_TICK_NONE || s >= T->n_recs)
+        return NULL;
+    rec *r = &T->recs[s];
+    if (r->state == RS_FREE || r->gen != id_gen(id))
+        return NULL;
+    return r;
+}
+
+static inline uint32_t slot_of(const struct tk__ticks *T, const rec *r)
+{
+    return (uint32_t)(r - T->recs);
+}
+
+static inline tk_tick_id id_of(const struct tk__ticks *T, const rec *r)
+{
+    return make_id(slot_of(T, r), r->gen);
+}
+
+static inline ext *ext_of(const struct tk__ticks *T, const rec *r)
+{
+    return r->ext ? &T->exts[r->ext] : NULL;
+}
+
+static ext *ensure_ext(struct tk__ticks *T, rec *r)
+{
+    if (r->ext)
+        return &T->exts[r->ext];
+    uint32_t e;
+    if (T->ext_free) {
+        e = T->ext_free;
+        T->ext_free = T->exts[e].wnode;
+    } else {
+        if (T->n_exts == 0)
+            T->n_exts = 1;
+        TK_GROW(T->exts, T->cap_exts, T->n_exts + 1);
+        e = (uint32_t)T->n_exts++;
+    }
+    ext *x = &T->exts[e];
+    memset(x, 0, sizeof *x);
+    x->rec = slot_of(T, r);
+    x->wnode = NONE32;
+    x->dilation = 1.0f;
+    x->last_iv_ns = -1;
+    r->ext = e;
+    return x;
+}
+
+static void free_ext(struct tk__ticks *T, rec *r)
+{
+    if (!r->ext)
+        return;
+    ext *x = &T->exts[r->ext];
+    tk_free(x->pre);
+    tk_free(x->pre_cycle);
+    tk_free(x->dep);
+    memset(x, 0, sizeof *x);
+    x->rec = NONE32;
+    x->wnode = T->ext_free;
+    T->ext_free = r->ext;
+    r->ext = 0;
+}
+
+static inline uint64_t iv_of(const struct tk__ticks *T, const rec *r)
+{
+    return r->ext ? T->exts[r->ext].interval_ns : 0;
+}
+
+static inline float dil_of(const struct tk__ticks *T, const rec *r)
+{
+    return r->ext ? T->exts[r->ext].dilation : 1.0f;
+}
+
+static inline bool has_graph(const struct tk__ticks *T, const rec *r)
+{
+    const ext *x = ext_of(T, r);
+    return x && (x->n_pre || x->n_dep);
+}
+
+static void describe(const tk_world_t *w, const rec *r, char *buf, size_t len)
+{
+    const struct tk__ticks *T = T_of(w);
+    uint32_t s = slot_of(T, r);
+    const lane *L = &T->lanes[r->lane];
+    void *target = L->targets[r->pos];
+    if (T->namer) {
+        T->namer(T->namer_ud, make_id(s, r->gen), target, buf, len);
+        return;
+    }
+    snprintf(buf, len, "tick %u:%u [%s]", s, r->gen, T->classes[r->cls].name);
+}
+
+/* ---- lanes --------------------------------------------------------------- */
+
+static uint64_t lane_key(int group, int band, uint32_t depth, uint16_t cls)
+{
+    return ((uint64_t)depth << 32) | ((uint64_t)cls << 8) | ((uint64_t)band << 4) | (uint64_t)group;
+}
+
+static uint64_t lane_key_of(const lane *L)
+{
+    return lane_key(L->group, L->band, L->depth, L->cls);
+}
+
+static size_t hash64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k;
+}
+
+static void lane_hash_insert(struct tk__ticks *T, uint32_t id)
+{
+    size_t m = T->lane_hash_cap - 1, h = hash64(lane_key_of(&T->lanes[id])) & m;
+    while (T->lane_hash[h])
+        h = (h + 1) & m;
+    T->lane_hash[h] = id;
+}
+
+static int lane_cmp(const lane *a, const lane *b)
+{
+    if (a->band != b->band)
+        return a->band < b->band ? -1 : 1;
+    if (a->depth != b->depth)
+        return a->depth < b->depth ? -1 : 1;
+    if (a->cls != b->cls)
+        return a->cls < b->cls ? -1 : 1;
+    return 0;
+}
+
+/* Find or create the lane for a key. */
+static uint32_t lane_get(struct tk__ticks *T, int group, int band, uint32_t depth, uint16_t cls)
+{
+    uint64_t key = lane_key(group, band, depth, cls);
+    if (T->lane_hash_cap) {
+        size_t m = T->lane_hash_cap - 1, h = hash64(key) & m;
+        while (T->lane_hash[h]) {
+            if (lane_key_of(&T->lanes[T->lane_hash[h]]) == key)
+                return T->lane_hash[h];
+            h = (h + 1) & m;
+        }
+    }
+    if (T->n_lanes == 0)
+        T->n_lanes = 1;
+    TK_GROW(T->lanes, T->cap_lanes, T->n_lanes + 1);
+    uint32_t id = (uint32_t)T->n_lanes++;
+    lane *L = &T->lanes[id];
+    memset(L, 0, sizeof *L);
+    L->group = (uint8_t)group;
+    L->band = (uint8_t)band;
+    L->depth = depth;
+    L->cls = cls;
+    if ((T->n_lanes - 1) * 2 >= T->lane_hash_cap) {
+        tk_free(T->lane_hash);
+        T->lane_hash_cap = T->lane_hash_cap ? T->lane_hash_cap * 2 : 64;
+        T->lane_hash = tk_calloc(T->lane_hash_cap, sizeof *T->lane_hash);
+        for (uint32_t i = 1; i < T->n_lanes; i++)
+            lane_hash_insert(T, i);
+    } else {
+        lane_hash_insert(T, id);
+    }
+    /* Insert into the group's ordered lane list. */
+    vec32 *g = &T->glanes[group];
+    TK_GROW(g->v, g->cap, g->n + 1);
+    size_t at = g->n;
+    while (at > 0 && lane_cmp(&T->lanes[g->v[at - 1]], L) > 0)
+        at--;
+    memmove(g->v + at + 1, g->v + at, (g->n - at) * sizeof *g->v);
+    g->v[at] = id;
+    g->n++;
+    return id;
+}
+
+static void lane_mark_dirty(struct tk__ticks *T, uint32_t id)
+{
+    lane *L = &T->lanes[id];
+    if (!L->dirty) {
+        L->dirty = true;
+        vpush(&T->dirty_lanes, id);
+    }
+}
+
+/* Append a function to a lane (act = 0, spec = 1). */
+static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
+{
+    lane *L = &T->lanes[lid];
+    if (L->n == L->cap) {
+        uint32_t cap = L->cap ? L->cap * 2 : 64;
+        L->targets = tk_realloc(L->targets, cap * sizeof *L->targets);
+        L->idx = tk_realloc(L->idx, cap * sizeof *L->idx);
+        L->act = tk_realloc(L->act, (cap / 64) * sizeof *L->act);
+        L->spec = tk_realloc(L->spec, (cap / 64) * sizeof *L->spec);
+        memset(L->act + L->cap / 64, 0, (cap - L->cap) / 8);
+        memset(L->spec + L->cap / 64, 0, (cap - L->cap) / 8);
+        L->cap = cap;
+    }
+    uint32_t p = L->n++;
+    L->targets[p] = target;
+    L->idx[p] = slot_of(T, r);
+    bit_clr(L->act, p);
+    bit_set(L->spec, p);
+    if (p == L->sorted_n && r->seq > L->last_seq)
+        L->sorted_n = p + 1;
+    else
+        lane_mark_dirty(T, lid);
+    if (r->seq > L->last_seq)
+        L->last_seq = r->seq;
+    r->lane = lid;
+    r->pos = p;
+}
+
+/* Turn a lane entry into a dead one. */
+static void lane_kill(struct tk__ticks *T, rec *r)
+{
+    lane *L = &T->lanes[r->lane];
+    uint32_t p = r->pos;
+    L->idx[p] = NONE32;
+    L->targets[p] = NULL;
+    bit_clr(L->act, p);
+    bit_clr(L->spec, p);
+    L->n_dead++;
+    if (L->n_dead * 4 > L->n || L->n_dead > 4096)
+        lane_mark_dirty(T, r->lane);
+}
+
+typedef struct lent {
+    uint64_t seq;
+    void *target;
+    uint32_t idx;
+    uint8_t act, spec;
+} lent;
+
+static int lent_cmp(const void *a, const void *b)
+{
+    const lent *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Drop dead entries and restore registration order (between frames only). */
+static void lane_compact(struct tk__ticks *T, uint32_t lid)
+{
+    lane *L = &T->lanes[lid];
+    L->dirty = false;
+    if (L->n_dead == 0 && L->sorted_n == L->n)
+        return;
+    uint32_t w = 0;
+    /* Compact the sorted prefix in place, then merge the (sorted) tail. */
+    uint32_t tail_from = L->sorted_n;
+    size_t n_tail = 0;
+    lent *tail = NULL;
+    if (tail_from < L->n) {
+        tail = tk_malloc((L->n - tail_from) * sizeof *tail);
+        for (uint32_t i = tail_from; i < L->n; i++) {
+            if (L->idx[i] == NONE32)
+                continue;
+            tail[n_tail++] = (lent){T->recs[L->idx[i]].seq, L->targets[i], L->idx[i],
+                                    (uint8_t)bit_get(L->act, i), (uint8_t)bit_get(L->spec, i)};
+        }
+        qsort(tail, n_tail, sizeof *tail, lent_cmp);
+    }
+    for (uint32_t i = 0; i < tail_from; i++) {
+        if (L->idx[i] == NONE32)
+            continue;
+        if (w != i) {
+            L->idx[w] = L->idx[i];
+            L->targets[w] = L->targets[i];
+            bit_put(L->act, w, bit_get(L->act, i));
+            bit_put(L->spec, w, bit_get(L->spec, i));
+            T->recs[L->idx[w]].pos = w;
+        }
+        w++;
+    }
+    if (n_tail) {
+        /* Merge from the back so nothing is overwritten before it is read. */
+        uint32_t total = w + (uint32_t)n_tail;
+        int64_t i = (int64_t)w - 1, j = (int64_t)n_tail - 1, k = (int64_t)total - 1;
+        while (j >= 0) {
+            if (i >= 0 && T->recs[L->idx[i]].seq > tail[j].seq) {
+                L->idx[k] = L->idx[i];
+                L->targets[k] = L->targets[i];
+                bit_put(L->act, (uint32_t)k, bit_get(L->act, (uint32_t)i));
+                bit_put(L->spec, (uint32_t)k, bit_get(L->spec, (uint32_t)i));
+                i--;
+            } else {
+                L->idx[k] = tail[j].idx;
+                L->targets[k] = tail[j].target;
+                bit_put(L->act, (uint32_t)k, tail[j].act);
+                bit_put(L->spec, (uint32_t)k, tail[j].spec);
+                j--;
+            }
+            T->recs[L->idx[k]].pos = (uint32_t)k;
+            k--;
+        }
+        w = total;
+    }
+    tk_free(tail);
+    for (uint32_t i = w; i < L->n; i++) {
+        bit_clr(L->act, i);
+        bit_clr(L->spec, i);
+    }
+    L->n = w;
+    L->sorted_n = w;
+    L->n_dead = 0;
+}
+
+/* ---- counters ------------------------------------------------------------- */
+
+typedef struct counters {
+    uint64_t ticks, last_frame;
+    double accum;
+    float last_dt;
+} counters;
+
+static void get_counters(const struct tk__ticks *T, const rec *r, counters *c)
+{
+    if (r->cohort) {
+        const cohort *C = &T->cohorts[r->cohort];
+        const lane *L = &T->lanes[C->lane];
+        uint64_t runs = L->runs;
+        double laccum = L->accum;
+        uint64_t lf = L->last_frame;
+        float ld = L->last_dt;
+        /* The lane is mid-run and this entry has not been executed yet. */
+        if (L->running && r->pos > L->cur) {
+            runs--;
+            laccum -= L->last_dt;
+            lf = L->prev_last_frame;
+            ld = L->prev_last_dt;
+        }
+        c->ticks = C->ticks0 + (runs - C->runs0);
+        c->accum = C->accum0 + (laccum - C->laccum0);
+        if (runs > C->runs0) {
+            c->last_frame = lf;
+            c->last_dt = ld;
+        } else {
+            c->last_frame = C->last_frame0;
+            c->last_dt = C->last_dt0;
+        }
+        return;
+    }
+    const ext *x = ext_of(T, r);
+    if (x) {
+        c->ticks = x->ticks;
+        c->last_frame = x->last_frame;
+        c->accum = x->accum;
+        c->last_dt = x->last_dt;
+    } else {
+        memset(c, 0, sizeof *c);
+    }
+}
+
+static void cohort_release(struct tk__ticks *T, uint32_t id)
+{
+    cohort *C = &T->cohorts[id];
+    TK_ASSERT(C->refs > 0);
+    if (--C->refs == 0) {
+        C->lane = T->cohort_free;
+        T->cohort_free = id;
+    }
+}
+
+/* Leave derived mode: counters into the ext record. */
+static void materialize(struct tk__ticks *T, rec *r)
+{
+    if (!r->cohort)
+        return;
+    counters c;
+    get_counters(T, r, &c);
+    cohort_release(T, r->cohort);
+    r->cohort = 0;
+    if (c.ticks == 0 && !r->ext)
+        return;
+    ext *x = ensure_ext(T, r);
+    x->ticks = c.ticks;
+    x->last_frame = c.last_frame;
+    x->accum = c.accum;
+    x->last_dt = c.last_dt;
+}
+
+/* Enter derived mode in lane r->lane (between frames). */
+static void join_derived(struct tk__ticks *T, rec *r)
+{
+    TK_ASSERT(!r->cohort);
+    counters c;
+    get_counters(T, r, &c);
+    const lane *L = &T->lanes[r->lane];
+    size_t h = (hash64(c.ticks ^ ((uint64_t)r->lane << 20) ^ c.last_frame * 31) ^
+                (size_t)(c.accum * 1e9)) & 63;
+    for (size_t probe = 0; probe < 4; probe++) {
+        uint32_t id = T->coh_cache[(h + probe) & 63];
+        if (!id)
+            continue;
+        cohort *C = &T->cohorts[id];
+        if (C->refs && C->lane == r->lane && C->runs0 == L->runs && C->laccum0 == L->accum &&
+            C->ticks0 == c.ticks && C->accum0 == c.accum && C->last_frame0 == c.last_frame &&
+            C->last_dt0 == c.last_dt) {
+            C->refs++;
+            r->cohort = id;
+            goto done;
+        }
+    }
+    uint32_t id;
+    if (T->cohort_free) {
+        id = T->cohort_free;
+        T->cohort_free = T->cohorts[id].lane;
+    } else {
+        if (T->n_cohorts == 0)
+            T->n_cohorts = 1;
+        TK_GROW(T->cohorts, T->cap_cohorts, T->n_cohorts + 1);
+        id = (uint32_t)T->n_cohorts++;
+    }
+    T->cohorts[id] = (cohort){.lane = r->lane, .refs = 1, .runs0 = L->runs, .laccum0 = L->accum,
+                              .ticks0 = c.ticks, .accum0 = c.accum, .last_frame0 = c.last_frame,
+                              .last_dt0 = c.last_dt};
+    r->cohort = id;
+    for (size_t probe = 0; probe < 4; probe++) {
+        size_t s = (h + probe) & 63;
+        uint32_t old = T->coh_cache[s];
+        if (!old || !T->cohorts[old].refs || probe == 3) {
+            T->coh_cache[s] = id;
+            break;
+        }
+    }
+done:
+    if (r->ext) {
+        ext *x = &T->exts[r->ext];
+        x->ticks = 0;
+        x->last_frame = 0;
+        x->accum = 0;
+        x->last_dt = 0;
+    }
+}
+
+/* ---- creation ----------------------------------------------------------- */
+
+struct tk__ticks *tk__ticks_new(void)
+{
+    struct tk__ticks *T = tk_calloc(1, sizeof *T);
+    T->seq_next = 1;
+    T->free_head = NONE32;
+    T->cur_group = 0;
+    return T;
+}
+
+void tk__ticks_free(struct tk__ticks *T)
+{
+    if (!T)
+        return;
+    for (size_t i = 1; i < T->n_exts; i++) {
+        tk_free(T->exts[i].pre);
+        tk_free(T->exts[i].pre_cycle);
+        tk_free(T->exts[i].dep);
+    }
+    for (size_t i = 1; i < T->n_lanes; i++) {
+        tk_free(T->lanes[i].targets);
+        tk_free(T->lanes[i].idx);
+        tk_free(T->lanes[i].act);
+        tk_free(T->lanes[i].spec);
+    }
+    for (int g = 0; g < GROUPS; g++) {
+        tk_free(T->glanes[g].v);
+        tk_free(T->xs[g]);
+    }
+    vec32 *vs[] = {&T->limbo, &T->dirty_lanes, &T->dirty, &T->fresh, &T->dyn,
+                   &T->paused_fns, &T->due_now, &T->newly, &T->tmp, &T->stack};
+    for (size_t i = 0; i < TK_ARRAY_LEN(vs); i++)
+        tk_free(vs[i]->v);
+    if (T->wheels_ready) {
+        tk__wheel_deinit(&T->wheel_game);
+        tk__wheel_deinit(&T->wheel_unpaused);
+    }
+    tk_free(T->dues);
+    tk_free(T->recs);
+    tk_free(T->exts);
+    tk_free(T->lanes);
+    tk_free(T->lane_hash);
+    tk_free(T->cohorts);
+    tk_free(T->classes);
+    tk_free(T);
+}
+
+static void ensure_wheels(tk_world_t *w)
+{
+    struct tk__ticks *T = T_of(w);
+    if (!T->wheels_ready) {
+        tk__wheel_init(&T->wheel_game, w->time_ns);
+        tk__wheel_init(&T->wheel_unpaused, w->unpaused_ns);
+        T->wheels_ready = true;
+    }
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static const char *const group_names[TK_GROUP_COUNT] = {
+    "pre_physics",  "start_physics",    "during_physics", "end_physics",
+    "post_physics", "post_update_work", "last_demotable", "newly_spawned"};
+
+const char *tk_group_name(tk_group g)
+{
+    if ((int)g < 0 || g >= TK_GROUP_COUNT)
+        return NULL;
+    return group_names[g];
+}
+
+int tk_group_parse(const char *s, tk_group *out)
+{
+    if (!s)
+        return TK_EINVAL;
+    for (int g = 0; g < TK_GROUP_NEWLY_SPAWNED; g++) {
+        if (strcmp(s, group_names[g]) == 0) {
+            *out = (tk_group)g;
+            return 0;
+        }
+    }
+    return TK_EINVAL;
+}
+
+const char *tk_tick_state_name(tk_tick_state s)
+{
+    switch (s) {
+    case TK_TICK_ENABLED:
+        return "enabled";
+    case TK_TICK_DISABLED:
+        return "disabled";
+    case TK_TICK_COOLING_DOWN:
+        return "cooling_down";
+    }
+    return NULL;
+}
+
+void tk_tick_spec_default(tk_tick_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->group = TK_GROUP_PRE_PHYSICS;
+    s->end_group = TK_GROUP_SAME;
+    s->enabled = true;
+    s->batch = true;
+    s->on_dedicated_server = true;
+}
+
+int tk_tick_spec_check(const tk_tick_spec *s, const char **why)
+{
+    const char *dummy;
+    if (!why)
+        why = &dummy;
+    if (!s) {
+        *why = "spec is NULL";
+        return TK_EINVAL;
+    }
+    if ((int)s->group < 0 || s->group >= TK_GROUP_NEWLY_SPAWNED) {
+        *why = "group must be one of pre_physics .. last_demotable";
+        return TK_EINVAL;
+    }
+    if (s->end_group != TK_GROUP_SAME &&
+        ((int)s->end_group < 0 || s->end_group >= TK_GROUP_NEWLY_SPAWNED)) {
+        *why = "end_group must be one of pre_physics .. last_demotable";
+        return TK_EINVAL;
+    }
+    if (s->end_group != TK_GROUP_SAME && s->end_group < s->group) {
+        *why = "end_group is earlier than group";
+        return TK_EINVAL;
+    }
+    if (!isfinite(s->interval)) {
+        *why = "interval must be a finite number";
+        return TK_EINVAL;
+    }
+    if (s->interval > 1e9) {
+        *why = "interval must be at most 1e9 seconds";
+        return TK_EINVAL;
+    }
+    return 0;
+}
+
+/* ---- classes ------------------------------------------------------------- */
+
+int tk_tick_class_register(tk_world_t *w, const tk_tick_class_desc *d, tk_class_id *out)
+{
+    if (!w || !d)
+        return TK_EINVAL;
+    struct tk__ticks *T = T_of(w);
+    if (!d->name || !d->name[0] || strlen(d->name) > 63)
+        return tk__world_error(w, TK_EINVAL, "class name must be 1..63 bytes");
+    if (!d->fn)
+        return tk__world_error(w, TK_EINVAL, "class '%s' has no tick function", d->name);
+    tk_class_id existing;
+    if (tk_tick_class_find(w, d->name, &existing) == 0)
+        return tk__world_error(w, TK_EEXIST, "class '%s' already exists", d->name);
+    if (T->n_classes >= TK_CLASS_MAX)
+        return tk__world_error(w, TK_ELIMIT, "too many classes (max %d)", TK_CLASS_MAX);
+    TK_GROW(T->classes, T->cap_classes, T->n_classes + 1);
+    tclass *c = &T->classes[T->n_classes];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", d->name);
+    c->fn = d->fn;
+    c->fn_batch = d->fn_batch;
+    if (out)
+        *out = (tk_class_id)T->n_classes;
+    T->n_classes++;
+    return 0;
+}
+
+int tk_tick_class_find(const tk_world_t *w, const char *name, tk_class_id *out)
+{
+    const struct tk__ticks *T = T_of(w);
+    for (size_t i = 0; name && i < T->n_classes; i++) {
+        if (strcmp(T->classes[i].name, name) == 0) {
+            if (out)
+                *out = (tk_class_id)i;
+            return 0;
+        }
+    }
+    return TK_ENOENT;
+}
+
+const char *tk_tick_class_name(const tk_world_t *w, tk_class_id cls)
+{
+    const struct tk__ticks *T = T_of(w);
+    return cls < T->n_classes ? T->classes[cls].name : NULL;
+}
+
+void tk_world_set_trace(tk_world_t *w, tk_trace_fn fn, void *ud)
+{
+    T_of(w)->trace = fn;
+    T_of(w)->trace_ud = ud;
+}
+
+void tk_world_set_slow_tick(tk_world_t *w, uint64_t threshold_ns, tk_slow_tick_fn fn, void *ud)
+{
+    struct tk__ticks *T = T_of(w);
+    T->slow_ns = fn ? threshold_ns : 0;
+    T->slow_fn = fn;
+    T->slow_ud = ud;
+}
+
+void tk_world_set_tick_namer(tk_world_t *w, tk_tick_namer_fn fn, void *ud)
+{
+    T_of(w)->namer = fn;
+    T_of(w)->namer_ud = ud;
+}
+
+/* ---- upkeep: marking changes ------------------------------------------------ */
+
+static void mark_dirty(struct tk__ticks *T, rec *r)
+{
+    if (!(r->flags & RF_DIRTY)) {
+        r->flags |= RF_DIRTY;
+        vpush(&T->dirty, slot_of(T, r));
+    }
+}
+
+static inline bool in_groups(const tk_world_t *w) { return T_of(w)->phase == PH_GROUPS; }
+
+/* Is the lane entry of r still to be executed in this frame? */
+static bool lane_pending(const tk_world_t *w, const rec *r)
+{
+    const lane *L = &T_of(w)->lanes[r->lane];
+    if (!in_groups(w))
+        return false;
+    if (L->ran != fmark(w))
+        return L->group >= T_of(w)->cur_group;
+    return L->running && r->pos > L->cur;
+}
+
+static void add_newly(tk_world_t *w, rec *r)
+{
+    struct tk__ticks *T = T_of(w);
+    if (r->flags & RF_NEWLY)
+        return;
+    ensure_ext(T, r);
+    r->flags |= RF_NEWLY;
+    vpush(&T->newly, slot_of(T, r));
+}
+
+/* ---- registration --------------------------------------------------------- */
+
+static int check_prereqs(tk_world_t *w, const tk_tick_id *pre, size_t n, tk_tick_id self)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!live_rec(w, pre[i]))
+            return tk__world_error(w, TK_ENOENT, "prerequisite %zu is not a registered tick function", i);
+        if (pre[i] == self)
+            return tk__world_error(w, TK_EINVAL, "a tick function cannot be its own prerequisite");
+    }
+    return 0;
+}
+
+static bool pre_has(const ext *x, tk_tick_id p)
+{
+    for (uint32_t i = 0; i < x->n_pre; i++)
+        if (x->pre[i] == p)
+            return true;
+    return false;
+}
+
+static void add_edge(struct tk__ticks *T, rec *r, rec *p)
+{
+    ext *x = ensure_ext(T, r);
+    tk_tick_id pid = id_of(T, p);
+    if (pre_has(x, pid))
+        return;
+    if (x->n_pre == x->cap_pre) {
+        x->cap_pre = x->cap_pre ? x->cap_pre * 2 : 2;
+        x->pre = tk_realloc(x->pre, x->cap_pre * sizeof *x->pre);
+        x->pre_cycle = tk_realloc(x->pre_cycle, x->cap_pre);
+    }
+    x->pre[x->n_pre] = pid;
+    x->pre_cycle[x->n_pre] = 0;
+    x->n_pre++;
+    ext *px = ensure_ext(T, p);
+    x = &T->exts[r->ext]; /* ensure_ext may have moved the array */
+    if (px->n_dep == px->cap_dep) {
+        px->cap_dep = px->cap_dep ? px->cap_dep * 2 : 2;
+        px->dep = tk_realloc(px->dep, px->cap_dep * sizeof *px->dep);
+    }
+    px->dep[px->n_dep++] = slot_of(T, r);
+}
+
+static void dep_remove(ext *px, uint32_t slot)
+{
+    for (uint32_t i = 0; i < px->n_dep; i++) {
+        if (px->dep[i] == slot) {
+            px->dep[i] = px->dep[--px->n_dep];
+            return;
+        }
+    }
+}
+
+/* Remove prerequisite i of r (swap-remove, as Unreal's RemoveSwap). */
+static void pre_remove_at(struct tk__ticks *T, rec *r, uint32_t i)
+{
+    ext *x = ext_of(T, r);
+    rec *p = &T->recs[id_slot(x->pre[i])];
+    if (p->state != RS_FREE && p->gen == id_gen(x->pre[i]) && p->ext)
+        dep_remove(&T->exts[p->ext], slot_of(T, r));
+    x->n_pre--;
+    x->pre[i] = x->pre[x->n_pre];
+    x->pre_cycle[i] = x->pre_cycle[x->n_pre];
+}
+
+int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
+{
+    if (!w || !d || !out)
+        return TK_EINVAL;
+    struct tk__ticks *T = T_of(w);
+    const char *why;
+    if (d->cls >= T->n_classes)
+        return tk__world_error(w, TK_EINVAL, "class %u is not registered", (unsigned)d->cls);
+    tk__level *lv = tk__level_get(w, d->level);
+    if (!lv)
+        return tk__world_error(w, TK_ENOENT, "level does not exist");
+    if (tk_tick_spec_check(&d->spec, &why))
+        return tk__world_error(w, TK_EINVAL, "%s", why);
+    float dil = d->dilation == 0 ? 1.0f : d->dilation;
+    if (!(isfinite(dil) && dil > 0))
+        return tk__world_error(w, TK_EINVAL, "dilation must be a finite number > 0");
+    if (d->n_prerequisites && !d->prerequisites)
+        return tk__world_error(w, TK_EINVAL, "prerequisites is NULL");
+    int rc = check_prereqs(w, d->prerequisites, d->n_prerequisites, TK_TICK_NONE);
+    if (rc)
+        return rc;
+    if (!d->spec.on_dedicated_server) {
+        *out = TK_TICK_NONE;
+        return 0;
+    }
+    if (T->free_head == NONE32 && T->n_recs >= 0xfffffffeu)
+        return tk__world_error(w, TK_ELIMIT, "too many tick functions");
+
+    uint32_t s;
+    if (T->free_head != NONE32) {
+        s = T->free_head;
+        T->free_head = T->recs[s].pos;
+    } else {
+        TK_GROW(T->recs, T->cap_recs, T->n_recs + 1);
+        s = (uint32_t)T->n_recs++;
+        T->recs[s].gen = 0;
+    }
+    rec *r = &T->recs[s];
+    uint32_t gen = r->gen + 1;
+    if (gen == 0)
+        gen = 1;
+    memset(r, 0, sizeof *r);
+    r->gen = gen;
+    r->seq = T->seq_next++;
+    r->level = (uint16_t)(lv - w->levels);
+    r->cls = d->cls;
+    int end = d->spec.end_group == TK_GROUP_SAME ? (int)d->spec.group : (int)d->spec.end_group;
+    r->grp = grp_pack(d->spec.group, end);
+    r->act = grp_pack(d->spec.group, d->spec.group);
+    r->state = d->spec.enabled ? TK_TICK_ENABLED : TK_TICK_DISABLED;
+    r->flags = (d->spec.high_priority ? RF_HIPRI : 0) | (d->spec.batch ? RF_BATCH : 0) |
+               (d->spec.even_when_paused ? RF_PAUSED : 0) | (d->spec.any_thread ? RF_ANYTHREAD : 0);
+    uint64_t iv = d->spec.interval > 0 ? tk_s_to_ns(d->spec.interval) : 0;
+    if (d->spec.interval > 0 && iv == 0)
+        iv = 1;
+    if (iv || dil != 1.0f) {
+        ext *x = ensure_ext(T, r);
+        x->interval_ns = iv;
+        x->dilation = dil;
+    }
+    for (size_t i = 0; i < d->n_prerequisites; i++)
+        add_edge(T, r, &T->recs[id_slot(d->prerequisites[i])]);
+    lane_append(T, lane_get(T, d->spec.group, d->spec.high_priority ? 0 : 1, 0, d->cls), r,
+                d->target);
+    lv->n_ticks++;
+    T->n_live++;
+    if (r->state == TK_TICK_DISABLED)
+        T->n_disabled++;
+    if (r->flags & RF_PAUSED) {
+        vpush(&T->paused_fns, s);
+        T->paused_dirty = true;
+    }
+    mark_dirty(T, r);
+    if (r->state == TK_TICK_ENABLED && in_groups(w))
+        add_newly(w, r);
+    *out = make_id(s, gen);
+    return 0;
+}
+
+bool tk_tick_alive(const tk_world_t *w, tk_tick_id id) { return w && live_rec(w, id) != NULL; }
+
+static void wheel_remove(struct tk__ticks *T, rec *r)
+{
+    ext *x = ext_of(T, r);
+    if (!x || x->wnode == NONE32)
+        return;
+    tk__wheel_del(x->in_unpaused ? &T->wheel_unpaused : &T->wheel_game, x->wnode);
+    x->wnode = NONE32;
+    if (r->state == TK_TICK_COOLING_DOWN)
+        r->state = TK_TICK_ENABLED;
+}
+
+static void wheel_insert(tk_world_t *w, rec *r, uint64_t due)
+{
+    struct tk__ticks *T = T_of(w);
+    ensure_wheels(w);
+    ext *x = ensure_ext(T, r);
+    x->in_unpaused = (r->flags & RF_PAUSED) != 0;
+    x->wnode = tk__wheel_add(x->in_unpaused ? &T->wheel_unpaused : &T->wheel_game, due,
+                             slot_of(T, r));
+    r->state = TK_TICK_COOLING_DOWN;
+}
+
+static inline uint64_t clock_of(const tk_world_t *w, const rec *r)
+{
+    return (r->flags & RF_PAUSED) ? w->unpaused_ns : w->time_ns;
+}
+
+static void unregister_rec(tk_world_t *w, rec *r)
+{
+    struct tk__ticks *T = T_of(w);
+    uint32_t s = slot_of(T, r);
+    if (r->cohort) {
+        cohort_release(T, r->cohort);
+        r->cohort = 0;
+    }
+    wheel_remove(T, r);
+    lane_kill(T, r);
+    ext *x = ext_of(T, r);
+    if (x) {
+        for (uint32_t i = 0; i < x->n_pre; i++) {
+            rec *p = live_rec(w, x->pre[i]);
+            if (p && p->ext)
+                dep_remove(&T->exts[p->ext], s);
+        }
+        /* Dependents drop this stale prerequisite and are re-placed. */
+        for (uint32_t i = 0; i < x->n_dep; i++) {
+            rec *d = &T->recs[x->dep[i]];
+            ext *dx = ext_of(T, d);
+            tk_tick_id me = id_of(T, r);
+            for (uint32_t k = 0; dx && k < dx->n_pre; k++) {
+                if (dx->pre[k] == me) {
+                    dx->n_pre--;
+                    dx->pre[k] = dx->pre[dx->n_pre];
+                    dx->pre_cycle[k] = dx->pre_cycle[dx->n_pre];
+                    break;
+                }
+            }
+            mark_dirty(T, d);
+        }
+        x->n_dep = 0;
+        free_ext(T, r);
+    }
+    w->levels[r->level].n_ticks--;
+    T->n_live--;
+    if (r->state == TK_TICK_DISABLED)
+        T->n_disabled--;
+    if (r->flags & RF_PAUSED)
+        T->paused_dirty = true;
+    if (r->flags & RF_DYNAMIC)
+        T->dyn_dirty = true;
+    r->state = RS_FREE;
+    r->flags = 0;
+    /* Not reusable before the frame ends: per-frame lists may still name it. */
+    vpush(&T->limbo, s);
+}
+
+static void release_limbo(struct tk__ticks *T)
+{
+    for (size_t i = 0; i < T->limbo.n; i++) {
+        T->recs[T->limbo.v[i]].pos = T->free_head;
+        T->free_head = T->limbo.v[i];
+    }
+    T->limbo.n = 0;
+}
+
+int tk_tick_unregister(tk_world_t *w, tk_tick_id id)
+{
+    if (!w)
+        return TK_EINVAL;
+    rec *r = live_rec(w, id);
+    if (!r)
+        return tk__world_error(w, TK_ENOENT, "no such tick function");
+    unregister_rec(w, r);
+    if (T_of(w)->phase == PH_IDLE)
+        release_limbo(T_of(w));
+    return 0;
+}
+
+void tk__ticks_remove_level(tk_world_t *w, tk_level_id level)
+{
+    struct tk__ticks *T = T_of(w);
+    uint16_t li = (uint16_t)(level & 0xffffu);
+    for (size_t i = 0; i < T->n_recs; i++) {
+        rec *r = &T->recs[i];
+        if (r->state != RS_FREE && r->level == li)
+            unregister_rec(w, r);
+    }
+    if (T->phase == PH_IDLE)
+        release_limbo(T);
+}
+
+/* ---- changes ----------------------------------------------------------------- */
+
+static void set_enabled(tk_world_t *w, rec *r, bool en)
+{
+    struct tk__ticks *T = T_of(w);
+    bool is_en = r->state != TK_TICK_DISABLED;
+    if (en == is_en) {
+        if (!en && r->ext)
+            T->exts[r->ext].last_iv_ns = -1;
+        return;
+    }
+    uint64_t F = fmark(w);
+    if (!en) {
+        /* Disabling cancels this frame's pending tick and drops the interval
+         * phase (SetTickFunctionEnable(false)).  An entry that was active this
+         * frame was visited: re-enabling it must not queue it again. */
+        bool active = in_groups(w) && bit_get(T->lanes[r->lane].act, r->pos);
+        bool pending = active && lane_pending(w, r);
+        materialize(T, r);
+        wheel_remove(T, r);
+        bit_clr(T->lanes[r->lane].act, r->pos);
+        ext *x = ensure_ext(T, r);
+        if (active)
+            x->visit = F;
+        if (pending)
+            x->cancel = F;
+        x->last_iv_ns = -1;
+        r->state = TK_TICK_DISABLED;
+        r->flags &= (uint8_t)~RF_NEWLY;
+        T->n_disabled++;
+    } else {
+        r->state = TK_TICK_ENABLED;
+        T->n_disabled--;
+        ext *x = ext_of(T, r);
+        if (in_groups(w)) {
+            if (x && x->cancel == F && lane_pending(w, r)) {
+                /* The cancelled tick is still queued: Unreal's task re-checks
+                 * the enabled flag when it runs, so it ticks after all. */
+                bit_set(T->lanes[r->lane].act, r->pos);
+            } else if (!(x && (x->visit == F || x->task == F))) {
+                add_newly(w, r);
+            }
+        }
+    }
+    mark_dirty(T, r);
+}
+
+int tk_tick_set_enabled(tk_world_t *w, tk_tick_id id, bool enabled)
+{
+    if (!w)
+        return TK_EINVAL;
+    rec *r = live_rec(w, id);
+    if (!r)
+        return tk__world_error(w, TK_ENOENT, "no such tick function");
+    set_enabled(w, r, enabled);
+    return 0;
+}
+
+int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec)
+{
+    if (!w)
+        return TK_EINVAL;
+    struct tk__ticks *T = T_of(w);
+    rec *r = live_rec(w, id);
+    if (!r)
+        return tk__world_error(w, TK_ENOENT, "no such tick function");
+    const char *why;
+    if (tk_tick_spec_check(spec, &why))
+        return tk__world_error(w, TK_EINVAL, "%s", why);
+    if (!spec->on_dedicated_server)
+        return tk__world_error(w, TK_EINVAL,
+                               "on_dedicated_server cannot be turned off on a registered "
+                               "tick function; unregister it instead");
+    materialize(T, r);
+    int end = spec->end_group == TK_GROUP_SAME ? (int)spec->group : (int)spec->end_group;
+    r->grp = grp_pack(spec->group, end);
+    bool was_paused = (r->flags & RF_PAUSED) != 0;
+    r->flags = (uint8_t)((r->flags & (RF_DYNAMIC | RF_NEWLY | RF_DIRTY | RF_LOWBAND)) |
+                         (spec->high_priority ? RF_HIPRI : 0) | (spec->batch ? RF_BATCH : 0) |
+                         (spec->even_when_paused ? RF_PAUSED : 0) |
+                         (spec->any_thread ? RF_ANYTHREAD : 0));
+    bool now_paused = (r->flags & RF_PAUSED) != 0;
+    ext *x = ext_of(T, r);
+    if (was_paused != now_paused) {
+        T->paused_dirty = true;
+        if (now_paused)
+            vpush(&T->paused_fns, slot_of(T, r));
+        /* Move a cooling function to the other clock, keeping its remaining time. */
+        if (x && x->wnode != NONE32) {
+            tk__wheel *from = x->in_unpaused ? &T->wheel_unpaused : &T->wheel_game;
+            uint64_t due = tk__wheel_due(from, x->wnode);
+            uint64_t old_clock = x->in_unpaused ? w->unpaused_ns : w->time_ns;
+            uint64_t remaining = due > old_clock ? due - old_clock : 0;
+            wheel_remove(T, r);
+            wheel_insert(w, r, clock_of(w, r) + remaining);
+        }
+    }
+    /* UpdateTickIntervalAndCoolDown. */
+    uint64_t iv = spec->interval > 0 ? TK_MAX(tk_s_to_ns(spec->interval), 1) : 0;
+    if (iv != iv_of(T, r)) {
+        x = ensure_ext(T, r);
+        x->interval_ns = iv;
+        if (r->state != TK_TICK_DISABLED && x->was_interval && x->wnode != NONE32) {
+            wheel_remove(T, r);
+            if (iv)
+                wheel_insert(w, r, clock_of(w, r) + iv);
+        }
+    }
+    mark_dirty(T, r);
+    if (spec->enabled != (r->state != TK_TICK_DISABLED))
+        set_enabled(w, r, spec->enabled);
+    return 0;
+}
+
+int tk_tick_set_dilation(tk_world_t *w, tk_tick_id id, float dilation)
+{
+    if (!w)
+        return TK_EINVAL;
+    rec *r = live_rec(w, id);
+    if (!r)
+        return tk__world_error(w, TK_ENOENT, "no such tick function");
+    if (!(isfinite(dilation) && dilation > 0))
+        return tk__world_error(w, TK_EINVAL, "dilation must be a finite number > 0");
+    struct tk__ticks *T = T_of(w);
+    if (dil_of(T, r) == dilation)
+        return 0;
+    materialize(T, r);
+    ensure_ext(T, r)->dilation = dilation;
+    mark_dirty(T, r);
+    return 0;
+}
+
+int tk_tick_set_target(tk_world_t *w, tk_tick_id id, void *target)
+{
+    if (!w)
+        return TK_EINVAL;
+    rec *r = live_rec(w, id);
+    if (!r)
+        return tk__world_error(w, TK_ENOENT, "no such tick function");
+    T_of(w)->lanes[r->lane].targets[r->pos] = target;
+    return 0;
+}
+
+int tk_tick_add_prerequisite(tk_world_t *w, tk_tick_id id, tk_tick_id prereq)
+{
+    if (!w)
+        return TK_EINVAL;
+    rec *r = live_rec(w, id);
+    if (!r)
+        return tk__world_error(w, TK_ENOENT, "no such tick function");
+    rec *p = live_rec(w, prereq);
+    if (!p)
+        return tk__world_error(w, TK_ENOENT, "prerequisite is not a registered tick function");
+    if (p == r)
+        return tk__world_error(w, TK_EINVAL, "a tick function cannot be its own prerequisite");
+    struct tk__ticks *T = T_of(w);
+    add_edge(T, r, p);
+    mark_dirty(T, r);
+    return 0;
+}
+
+int tk_tick_remove_prerequisite(tk_world_t *w, tk_tick_id id, tk_tick_id prereq)
+{
+    if (!w)
+        return TK_EINVAL;
+    rec *r = live_rec(w, id);
+    if (!r)
+        return tk__world_error(w, TK_ENOENT, "no such tick function");
+    struct tk__ticks *T = T_of(w);
+    ext *x = ext_of(T, r);
+    for (uint32_t i = 0; x && i < x->n_pre; i++) {
+        if (x->pre[i] == prereq) {
+            pre_remove_at(T, r, i);
+            mark_dirty(T, r);
+            rec *p = live_rec(w, prereq);
+            if (p)
+                mark_dirty(T, p);
+            return 0;
+        }
+    }
+    return tk__world_error(w, TK_ENOENT, "not a prerequisite of this tick function");
+}
+
+/* ---- queries -------------------------------------------------------------------- */
+
+int tk_tick_get(const tk_world_t *w, tk_tick_id id, tk_tick_info *out)
+{
+    if (!w || !out)
+        return TK_EINVAL;
+    const struct tk__ticks *T = T_of(w);
+    const rec *r = live_rec(w, id);
+    if (!r)
+        return TK_ENOENT;
+    const ext *x = ext_of(T, r);
+    memset(out, 0, sizeof *out);
+    out->id = id;
+    out->cls = r->cls;
+    out->level = ((tk_level_id)w->levels[r->level].gen << 16) | r->level;
+    out->target = T->lanes[r->lane].targets[r->pos];
+    out->spec.group = grp_of(r->grp);
+    out->spec.end_group = grp_end(r->grp);
+    out->spec.interval = x ? tk_ns_to_s(x->interval_ns) : 0;
+    out->spec.enabled = r->state != TK_TICK_DISABLED;
+    out->spec.even_when_paused = (r->flags & RF_PAUSED) != 0;
+    out->spec.high_priority = (r->flags & RF_HIPRI) != 0;
+    out->spec.batch = (r->flags & RF_BATCH) != 0;
+    out->spec.on_dedicated_server = true;
+    out->spec.any_thread = (r->flags & RF_ANYTHREAD) != 0;
+    out->dilation = dil_of(T, r);
+    out->state = (tk_tick_state)r->state;
+    uint8_t act = r->act;
+    if ((r->flags & RF_DYNAMIC) && x && x->task && x->fact)
+        act = x->fact;
+    out->actual_group = grp_of(act);
+    out->actual_end_group = grp_end(act);
+    counters c;
+    get_counters(T, r, &c);
+    out->ticks = c.ticks;
+    out->last_frame = c.last_frame;
+    out->last_dt = c.last_dt;
+    out->accum_dt = c.accum;
+    if (x && x->wnode != NONE32) {
+        const tk__wheel *wh = x->in_unpaused ? &T->wheel_unpaused : &T->wheel_game;
+        uint64_t due = tk__wheel_due(wh, x->wnode);
+        uint64_t now = x->in_unpaused ? w->unpaused_ns : w->time_ns;
+        out->cooldown = due > now ? tk_ns_to_s(due - now) : 0;
+    }
+    out->n_prerequisites = x ? x->n_pre : 0;
+    for (uint32_t i = 0; x && i < x->n_pre; i++)
+        if (x->pre_cycle[i])
+            out->cycle = true;
+    return 0;
+}
+
+size_t tk_tick_prerequisites(const tk_world_t *w, tk_tick_id id, tk_tick_id *out, size_t cap)
+{
+    const rec *r = live_rec(w, id);
+    if (!r)
+        return 0;
+    const ext *x = ext_of(T_of(w), r);
+    if (!x)
+        return 0;
+    for (size_t i = 0; i < x->n_pre && i < cap; i++)
+        out[i] = x->pre[i];
+    return x->n_pre;
+}
+
+bool tk_tick_next(const tk_world_t *w, uint64_t *cursor, tk_tick_id *out)
+{
+    const struct tk__ticks *T = T_of(w);
+    for (uint64_t i = *cursor; i < T->n_recs; i++) {
+        const rec *r = &T->recs[i];
+        if (r->state != RS_FREE) {
+            *out = make_id((uint32_t)i, r->gen);
+            *cursor = i + 1;
+            return true;
+        }
+    }
+    *cursor = T->n_recs;
+    return false;
+}
+
+void tk_tick_get_counts(const tk_world_t *w, tk_tick_counts *out)
+{
+    const struct tk__ticks *T = T_of(w);
+    out->registered = T->n_live;
+    out->disabled = T->n_disabled;
+    out->cooling_down = T->wheels_ready ? T->wheel_game.count + T->wheel_unpaused.count : 0;
+    out->enabled = T->n_live - T->n_disabled - out->cooling_down;
+}
+
+/* ---- placement (between frames) ------------------------------------------------ */
+
+static inline bool considered(int prereq_end, int my_group)
+{
+    /* ShouldConsiderPrerequisite with tick.AllowOptimizedPrerequisites. */
+    return prereq_end >= my_group || prereq_end == TK_GROUP_DURING_PHYSICS;
+}
+
+static void log_cycle(tk_world_t *w, rec *r, rec *p)
+{
+    char a[96], b[96];
+    describe(w, r, a, sizeof a);
+    describe(w, p, b, sizeof b);
+    tk_log(TK_LOG_WARN,
+           "while processing prerequisites for %s, could not use %s because it would form a cycle",
+           a, b);
+}
+
+/* Static QueueTickFunction: actual groups, band and depth from prerequisites
+ * that tick every frame; marks functions that depend on interval ones dynamic.
+ * `epoch` marks visiting, `epoch` in mark_done marks done. */
+static void place(tk_world_t *w, rec *r, uint32_t epoch)
+{
+    struct tk__ticks *T = T_of(w);
+    ext *x = ext_of(T, r);
+    if (x) {
+        if (x->mark == epoch)
+            return;
+        x->mark = epoch;
+    }
+    uint8_t old_flags = r->flags;
+    r->flags &= (uint8_t)~(RF_DYNAMIC | RF_LOWBAND);
+    int group = grp_of(r->grp), endg = grp_end(r->grp);
+    if (r->state == TK_TICK_DISABLED) {
+        if (old_flags & RF_DYNAMIC)
+            T->dyn_dirty = true;
+        if (x)
+            x->mark_done = epoch;
+        return;
+    }
+    int max_s = 0, max_e = 0;
+    bool dyn = false, low = false;
+    uint32_t depth = 0;
+    bool hipri = (r->flags & RF_HIPRI) != 0;
+    for (uint32_t i = 0; x && i < x->n_pre; i++) {
+        rec *p = live_rec(w, x->pre[i]);
+        if (!p)
+            continue;
+        ext *px = ext_of(T, p);
+        if (px && px->mark != epoch && has_graph(T, p)) {
+            place(w, p, epoch);
+            x = ext_of(T, r);
+            px = ext_of(T, p);
+        }
+        if (px && px->mark == epoch && px->mark_done != epoch) {
+            if (!x->pre_cycle[i])
+                log_cycle(w, r, p);
+            x->pre_cycle[i] = 1;
+            continue;
+        }
+        x->pre_cycle[i] = 0;
+        if (p->state == TK_TICK_DISABLED)
+            continue;
+        if (iv_of(T, p) || (p->flags & RF_DYNAMIC)) {
+            dyn = true;
+            continue;
+        }
+        int ps = grp_of(p->act), pe = grp_end(p->act);
+        if (!considered(pe, group))
+            continue;
+        max_s = TK_MAX(max_s, ps);
+        max_e = TK_MAX(max_e, pe);
+    }
+    if (dyn) {
+        r->flags |= RF_DYNAMIC;
+        if (!(old_flags & RF_DYNAMIC))
+            T->dyn_dirty = true;
+        r->act = grp_pack(group, group);
+        if (x) {
+            x->depth = 0;
+            x->mark_done = epoch;
+        }
+        return;
+    }
+    if (old_flags & RF_DYNAMIC)
+        T->dyn_dirty = true;
+    int start = TK_MAX(max_s, group);
+    if (start != group)
+        while (!demotable(start))
+            start++;
+    int end = start, cand = TK_MAX(TK_MAX(max_e, endg), start);
+    for (int g = start + 1; g <= cand; g++)
+        if (demotable(g))
+            end = g;
+    /* Band and depth among considered prerequisites in the same group. */
+    for (uint32_t i = 0; x && i < x->n_pre; i++) {
+        rec *p = live_rec(w, x->pre[i]);
+        if (!p || x->pre_cycle[i] || p->state == TK_TICK_DISABLED)
+            continue;
+        if (!considered(grp_end(p->act), group) || grp_of(p->act) != start)
+            continue;
+        bool p_hi = (p->flags & RF_HIPRI) && !(p->flags & RF_LOWBAND);
+        if (hipri && !p_hi)
+            low = true;
+    }
+    if (low)
+        r->flags |= RF_LOWBAND;
+    int band = (hipri && !low) ? 0 : 1;
+    for (uint32_t i = 0; x && i < x->n_pre; i++) {
+        rec *p = live_rec(w, x->pre[i]);
+        if (!p || x->pre_cycle[i] || p->state == TK_TICK_DISABLED)
+            continue;
+        if (!considered(grp_end(p->act), group) || grp_of(p->act) != start)
+            continue;
+        int pband = ((p->flags & RF_HIPRI) && !(p->flags & RF_LOWBAND)) ? 0 : 1;
+        if (pband != band)
+            continue;
+        depth = TK_MAX(depth, (p->ext ? T->exts[p->ext].depth : 0) + 1);
+    }
+    r->act = grp_pack(start, end);
+    if (x) {
+        x->depth = depth;
+        x->mark_done = epoch;
+    }
+}
+
+static inline int band_of(const rec *r)
+{
+    return ((r->flags & RF_HIPRI) && !(r->flags & RF_LOWBAND)) ? 0 : 1;
+}
+
+/* Fast (derived) eligibility: ticks every frame from its lane with the
+ * world's dt and no individual treatment. */
+static bool eligible(const struct tk__ticks *T, const rec *r)
+{
+    if (r->state != TK_TICK_ENABLED || (r->flags & (RF_DYNAMIC | RF_PAUSED)) ||
+        !(r->flags & RF_BATCH))
+        return false;
+    const ext *x = ext_of(T, r);
+    return !x || (x->interval_ns == 0 && x->dilation == 1.0f);
+}
+
+/* Put a placed function in the right lane with the right bits. */
+static void settle(tk_world_t *w, rec *r)
+{
+    struct tk__ticks *T = T_of(w);
+    const ext *x = ext_of(T, r);
+    int group = (r->flags & RF_DYNAMIC) ? grp_of(r->grp) : grp_of(r->act);
+    uint32_t depth = (!(r->flags & RF_DYNAMIC) && x) ? x->depth : 0;
+    uint32_t lid = lane_get(T, group, band_of(r), depth, r->cls);
+    if (lid != r->lane) {
+        materialize(T, r);
+        void *target = T->lanes[r->lane].targets[r->pos];
+        lane_kill(T, r);
+        lane_mark_dirty(T, r->lane);
+        lane_append(T, lid, r, target);
+    }
+    lane *L = &T->lanes[r->lane];
+    bool el = eligible(T, r);
+    bool every = r->state == TK_TICK_ENABLED && !(r->flags & RF_DYNAMIC) && iv_of(T, r) == 0;
+    bit_put(L->act, r->pos, every);
+    bit_put(L->spec, r->pos, !el);
+    if (el && !r->cohort)
+        join_derived(T, r);
+    else if (!el && r->cohort)
+        materialize(T, r);
+    if (!el && r->state != TK_TICK_DISABLED)
+        ensure_ext(T, r);
+    if (r->state == TK_TICK_ENABLED && iv_of(T, r) && (!x || x->wnode == NONE32))
+        vpush(&T->fresh, slot_of(T, r));
+}
+
+static int seq_cmp(const void *a, const void *b, void *ctx)
+{
+    const rec *recs = ctx;
+    uint64_t x = recs[*(const uint32_t *)a].seq, y = recs[*(const uint32_t *)b].seq;
+    return x < y ? -1 : x > y;
+}
+
+/* qsort_r is a GNU extension; _GNU_SOURCE is set by the build. */
+static void sort_by_seq(struct tk__ticks *T, uint32_t *v, size_t n)
+{
+    qsort_r(v, n, sizeof *v, seq_cmp, T->recs);
+}
+
+static void upkeep(tk_world_t *w)
+{
+    struct tk__ticks *T = T_of(w);
+    memset(T->coh_cache, 0, sizeof T->coh_cache);
+    if (T->dirty.n) {
+        /* Expand to whole prerequisite components (registration-order DFS
+         * over a component equals Unreal's walk restricted to it). */
+        uint32_t epoch = ++T->epoch;
+        if (epoch == 0)
+            epoch = ++T->epoch;
+        vec32 *all = &T->tmp;
+        all->n = 0;
+        for (size_t i = 0; i < T->dirty.n; i++) {
+            rec *r = &T->recs[T->dirty.v[i]];
+            if (r->state == RS_FREE || !(r->flags & RF_DIRTY))
+                continue;
+            r->flags &= (uint8_t)~RF_DIRTY;
+            ext *x = ext_of(T, r);
+            if (!has_graph(T, r)) {
+                vpush(all, T->dirty.v[i]);
+                if (x)
+                    x->mark_done = 0;
+                continue;
+            }
+            if (x->mark_done == epoch) /* already collected */
+                continue;
+            x->mark_done = epoch;
+            vec32 *st = &T->stack;
+            st->n = 0;
+            vpush(st, T->dirty.v[i]);
+            while (st->n) {
+                uint32_t s = st->v[--st->n];
+                rec *q = &T->recs[s];
+                vpush(all, s);
+                ext *qx = ext_of(T, q);
+                for (uint32_t k = 0; k < qx->n_pre; k++) {
+                    rec *p = live_rec(w, qx->pre[k]);
+                    ext *px = p ? ext_of(T, p) : NULL;
+                    if (px && px->mark_done != epoch) {
+                        px->mark_done = epoch;
+                        vpush(st, id_slot(qx->pre[k]));
+                    }
+                }
+                for (uint32_t k = 0; k < qx->n_dep; k++) {
+                    ext *dx = ext_of(T, &T->recs[qx->dep[k]]);
+                    if (dx && dx->mark_done != epoch) {
+                        dx->mark_done = epoch;
+                        vpush(st, qx->dep[k]);
+                    }
+                }
+            }
+        }
+        T->dirty.n = 0;
+        sort_by_seq(T, all->v, all->n);
+        uint32_t pe = ++T->epoch;
+        if (pe == 0)
+            pe = ++T->epoch;
+        for (size_t i = 0; i < all->n; i++) {
+            rec *r = &T->recs[all->v[i]];
+            ext *x = ext_of(T, r);
+            if (x)
+                x->mark_done = 0;
+        }
+        for (size_t i = 0; i < all->n; i++)
+            place(w, &T->recs[all->v[i]], pe);
+        for (size_t i = 0; i < all->n; i++)
+            settle(w, &T->recs[all->v[i]]);
+        all->n = 0;
+    }
+    for (size_t i = 0; i < T->dirty_lanes.n; i++)
+        lane_compact(T, T->dirty_lanes.v[i]);
+    T->dirty_lanes.n = 0;
+    if (T->dyn_dirty) {
+        vec32 *d = &T->dyn;
+        d->n = 0;
+        for (size_t i = 0; i < T->n_recs; i++)
+            if (T->recs[i].state != RS_FREE && (T->recs[i].flags & RF_DYNAMIC))
+                vpush(d, (uint32_t)i);
+        sort_by_seq(T, d->v, d->n);
+        T->dyn_dirty = false;
+    }
+    if (T->paused_dirty) {
+        vec32 *p = &T->paused_fns;
+        size_t k = 0;
+        for (size_t i = 0; i < p->n; i++) {
+            rec *r = &T->recs[p->v[i]];
+            if (r->state != RS_FREE && (r->flags & RF_PAUSED))
+                p->v[k++] = p->v[i];
+        }
+        p->n = k;
+        sort_by_seq(T, p->v, p->n);
+        k = 0;
+        for (size_t i = 0; i < p->n; i++)
+            if (k == 0 || p->v[k - 1] != p->v[i])
+                p->v[k++] = p->v[i];
+        p->n = k;
+        T->paused_dirty = false;
+    }
+}
+
+/* ---- execution -------------------------------------------------------------------- */
+
+static inline uint64_t now_stats(const tk_world_t *w) { return tk__world_stats_now(w); }
+
+/* Execute one function individually (interval delta, dilation, counters). */
+static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame)
+{
+    struct tk__ticks *T = T_of(w);
+    ext *x = ensure_ext(T, r);
+    float dt = (float)tk_ns_to_s(w->dt_ns);
+    if (x->was_interval) {
+        uint64_t now = clock_of(w, r);
+        if (x->last_iv_ns >= 0)
+            dt = (float)tk_ns_to_s(now - (uint64_t)x->last_iv_ns);
+        x->last_iv_ns = (int64_t)now;
+    } else {
+        x->last_iv_ns = -1;
+    }
+    dt *= x->dilation;
+    x->ticks++;
+    x->last_frame = w->frame;
+    x->last_dt = dt;
+    x->accum += dt;
+    uint32_t s = slot_of(T, r);
+    tk_tick_id id = make_id(s, r->gen);
+    const lane *L = &T->lanes[r->lane];
+    void *target = L->targets[r->pos];
+    const tclass *c = &T->classes[r->cls];
+    w->fstats.ticks_run++;
+    if (T->trace)
+        T->trace(T->trace_ud, id, target, label);
+    tk_tick_ctx ctx = {w, id, w->frame, label, pause_frame};
+    if (T->slow_ns) {
+        uint64_t t0 = now_stats(w);
+        c->fn(target, dt, &ctx);
+        uint64_t ns = now_stats(w) - t0;
+        if (ns > T->slow_ns)
+            T->slow_fn(T->slow_ud, id, target, (tk_class_id)(c - T->classes), ns, 1);
+    } else {
+        c->fn(target, dt, &ctx);
+    }
+}
+
+/* Run a lane: active entries in order, fast runs batched. */
+static void run_lane(tk_world_t *w, uint32_t lid)
+{
+    struct tk__ticks *T = T_of(w);
+    lane *L = &T->lanes[lid];
+    uint32_t n = L->n;
+    L->ran = fmark(w);
+    if (n == 0)
+        return;
+    float dt = (float)tk_ns_to_s(w->dt_ns);
+    L->prev_last_frame = L->last_frame;
+    L->prev_last_dt = L->last_dt;
+    L->runs++;
+    L->accum += dt;
+    L->last_frame = w->frame;
+    L->last_dt = dt;
+    L->running = true;
+    L->cur = 0;
+    const tclass *c = &T->classes[L->cls];
+    tk_class_id cls = L->cls;
+    bool batch = c->fn_batch && !T->trace;
+    tk_group g = (tk_group)L->group;
+    tk_tick_ctx ctx = {w, TK_TICK_NONE, w->frame, g, false};
+    uint32_t i = 0;
+    while (i < n) {
+        /* Next active entry. */
+        uint64_t word = L->act[i >> 6] >> (i & 63);
+        if (!word) {
+            i = (i | 63) + 1;
+            continue;
+        }
+        i += (uint32_t)__builtin_ctzll(word);
+        if (i >= n)
+            break;
+        if (bit_get(L->spec, i)) {
+            L->cur = i;
+            exec_one(w, &T->recs[L->idx[i]], g, false);
+            L = &T->lanes[lid]; /* callbacks may grow the lane arrays */
+            i++;
+            continue;
+        }
+        /* A run of fast entries [i, j). */
+        uint32_t j = i + 1;
+        while (j < n) {
+            uint32_t wi = j >> 6, b = j & 63;
+            uint64_t fast = (L->act[wi] & ~L->spec[wi]) >> b;
+            if (fast == (~0ull >> b)) {
+                j = (wi + 1) << 6;
+                continue;
+            }
+            j += (uint32_t)__builtin_ctzll(~fast);
+            break;
+        }
+        if (j > n)
+            j = n;
+        if (batch) {
+            L->cur = j - 1;
+            w->fstats.ticks_run += j - i;
+            if (T->slow_ns) {
+                uint64_t t0 = now_stats(w);
+                c->fn_batch(L->targets + i, j - i, dt, &ctx);
+                uint64_t ns = now_stats(w) - t0;
+                if (ns > T->slow_ns)
+                    T->slow_fn(T->slow_ud, make_id(L->idx[i], T->recs[L->idx[i]].gen),
+                               L->targets[i], cls, ns, j - i);
+            } else {
+                c->fn_batch(L->targets + i, j - i, dt, &ctx);
+            }
+            i = j;
+            continue;
+        }
+        for (; i < j; i++) {
+            if (!bit_get(L->act, i))
+                continue;
+            L->cur = i;
+            uint32_t s = L->idx[i];
+            ctx.self = make_id(s, T->recs[s].gen);
+            void *target = L->targets[i];
+            w->fstats.ticks_run++;
+            if (T->trace)
+                T->trace(T->trace_ud, ctx.self, target, g);
+            if (T->slow_ns) {
+                uint64_t t0 = now_stats(w);
+                c->fn(target, dt, &ctx);
+                uint64_t ns = now_stats(w) - t0;
+                if (ns > T->slow_ns)
+                    T->slow_fn(T->slow_ud, ctx.self, target, cls, ns, 1);
+            } else {
+                c->fn(target, dt, &ctx);
+            }
+            L = &T->lanes[lid];
+        }
+    }
+    L = &T->lanes[lid];
+    L->running = false;
+    L->cur = L->n;
+}
+
+/* ---- per-frame queueing (dynamic and newly spawned functions) --------------------- */
+
+static int xent_cmp(const void *a, const void *b)
+{
+    const xent *x = a, *y = b;
+    if (x->band != y->band)
+        return x->band < y->band ? -1 : 1;
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
+    if (x->cls != y->cls)
+        return x->cls < y->cls ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Queued this frame through the extras path (not through a lane). */
+static inline bool extras_kind(const rec *r) { return (r->flags & (RF_DYNAMIC | RF_NEWLY)) != 0; }
+
+/* Ready to tick this frame if queued: enabled and (every frame or due). */
+static bool ready(const tk_world_t *w, const rec *r)
+{
+    const struct tk__ticks *T = T_of(w);
+    if (r->state == TK_TICK_DISABLED)
+        return false;
+    const ext *x = ext_of(T, r);
+    if (!x || !x->interval_ns)
+        return r->state == TK_TICK_ENABLED || r->state == TK_TICK_COOLING_DOWN;
+    return x->due == fmark(w) || (r->flags & RF_NEWLY);
+}
+
+/* Unreal's QueueTickFunction for a function of the extras path, at context
+ * group `ctxg`. */
+static void queue_fn(tk_world_t *w, rec *r, int ctxg)
+{
+    struct tk__ticks *T = T_of(w);
+    uint64_t F = fmark(w);
+    ext *x = ensure_ext(T, r);
+    if (x->visit == F)
+        return;
+    x->visit = F;
+    if (r->state == TK_TICK_DISABLED) {
+        x->queued = F;
+        return;
+    }
+    int group = grp_of(r->grp), endg = grp_end(r->grp);
+    int max_s = 0, max_e = 0;
+    for (uint32_t i = 0; i < x->n_pre; i++) {
+        rec *p = live_rec(w, x->pre[i]);
+        if (!p)
+            continue;
+        if (extras_kind(p)) {
+            queue_fn(w, p, ctxg);
+            x = ext_of(T, r);
+            ext *px = ext_of(T, p);
+            if (px->visit == F && px->queued != F) {
+                if (!x->pre_cycle[i])
+                    log_cycle(w, r, p);
+                x->pre_cycle[i] = 1;
+                continue;
+            }
+            if (px->task != F || px->done == F)
+                continue;
+            int pe = grp_end(px->fact);
+            if (!considered(pe, group))
+                continue;
+            max_s = TK_MAX(max_s, grp_of(px->fact));
+            max_e = TK_MAX(max_e, pe);
+        } else {
+            if (x->pre_cycle[i])
+                continue;
+            const lane *L = &T->lanes[p->lane];
+            bool task = bit_get(L->act, p->pos) && L->ran != F;
+            if (!task)
+                continue;
+            int pe = grp_end(p->act);
+            if (!considered(pe, group))
+                continue;
+            max_s = TK_MAX(max_s, grp_of(p->act));
+            max_e = TK_MAX(max_e, pe);
+        }
+    }
+    int start = TK_MAX(max_s, TK_MAX(group, ctxg));
+    if (start != group)
+        while (!demotable(start))
+            start++;
+    int end = start, cand = TK_MAX(TK_MAX(max_e, endg), start);
+    for (int g = start + 1; g <= cand; g++)
+        if (demotable(g))
+            end = g;
+    x->fact = grp_pack(start, end);
+    /* Band: high priority unless a same-group prerequisite runs without it;
+     * depth among same-band extras of the group. */
+    bool hipri = (r->flags & RF_HIPRI) != 0, low = false;
+    uint32_t depth = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int band = (hipri && !low) ? 0 : 1;
+        for (uint32_t i = 0; i < x->n_pre; i++) {
+            rec *p = live_rec(w, x->pre[i]);
+            if (!p || x->pre_cycle[i])
+                continue;
+            ext *px = ext_of(T, p);
+            int ps, pe, pband;
+            bool is_x = extras_kind(p);
+            if (is_x) {
+                if (px->task != F || px->done == F)
+                    continue;
+                ps = grp_of(px->fact);
+                pe = grp_end(px->fact);
+                pband = px->fband;
+            } else {
+                const lane *L = &T->lanes[p->lane];
+                if (!bit_get(L->act, p->pos) || L->ran == F)
+                    continue;
+                ps = grp_of(p->act);
+                pe = grp_end(p->act);
+                pband = L->band;
+            }
+            if (!considered(pe, group) || ps != start)
+                continue;
+            if (pass == 0) {
+                if (hipri && pband != 0)
+                    low = true;
+            } else if (is_x && pband == band) {
+                depth = TK_MAX(depth, px->fdepth + 1);
+            }
+        }
+    }
+    x->fband = (uint8_t)((hipri && !low) ? 0 : 1);
+    x->fdepth = depth;
+    if (ready(w, r)) {
+        x->task = F;
+        size_t *n = &T->n_xs[start];
+        TK_GROW(T->xs[start], T->cap_xs[start], *n + 1);
+        T->xs[start][(*n)++] = (xent){r->seq, slot_of(T, r), r->gen, depth, r->cls, x->fband};
+    }
+    x->queued = F;
+}
+
+/* QueueNewlySpawned: queue every function in the newly list at context
+ * group `ctxg`.  Returns how many were queued. */
+static size_t queue_newly(tk_world_t *w, int ctxg)
+{
+    struct tk__ticks *T = T_of(w);
+    if (T->newly.n == 0)
+        return 0;
+    vec32 *v = &T->stack;
+    v->n = 0;
+    for (size_t i = 0; i < T->newly.n; i++) {
+        rec *r = &T->recs[T->newly.v[i]];
+        if (r->state != RS_FREE && (r->flags & RF_NEWLY))
+            vpush(v, T->newly.v[i]);
+    }
+    T->newly.n = 0;
+    sort_by_seq(T, v->v, v->n);
+    size_t n = v->n;
+    for (size_t i = 0; i < v->n; i++)
+        queue_fn(w, &T->recs[v->v[i]], ctxg);
+    for (size_t i = 0; i < v->n; i++) {
+        rec *r = &T->recs[v->v[i]];
+        r->flags &= (uint8_t)~RF_NEWLY;
+        ext *x = ext_of(T, r);
+        /* Interval functions start cooling down after this tick. */
+        if (r->state == TK_TICK_ENABLED && x->interval_ns && x->wnode == NONE32) {
+            x->was_interval = true;
+            wheel_insert(w, r, clock_of(w, r) + x->interval_ns);
+        }
+    }
+    v->n = 0;
+    return n;
+}
+
+static void run_extras(tk_world_t *w, int g, int band)
+{
+    struct tk__ticks *T = T_of(w);
+    uint64_t F = fmark(w);
+    for (size_t i = 0; i < T->n_xs[g]; i++) {
+        xent e = T->xs[g][i];
+        if (e.band != band)
+            continue;
+        rec *r = &T->recs[e.idx];
+        if (r->state == RS_FREE || r->gen != e.gen)
+            continue;
+        ext *x = ext_of(T, r);
+        x->done = F;
+        if (r->state == TK_TICK_DISABLED)
+            continue;
+        exec_one(w, r, (tk_group)g, false);
+    }
+}
+
+static void run_group_body(tk_world_t *w, int g)
+{
+    struct tk__ticks *T = T_of(w);
+    if (T->n_xs[g] > 1)
+        qsort(T->xs[g], T->n_xs[g], sizeof(xent), xent_cmp);
+    vec32 *gl = &T->glanes[g];
+    for (int band = 0; band < 2; band++) {
+        for (size_t i = 0; i < gl->n; i++) {
+            uint32_t lid = gl->v[i];
+            if (T->lanes[lid].band == band)
+                run_lane(w, lid);
+        }
+        run_extras(w, g, band);
+    }
+    T->n_xs[g] = 0;
+}
+
+/* ---- frame entry points -------------------------------------------------------- */
+
+
+static void collect_due(void *ud, uint32_t payload, uint64_t due)
+{
+    tk_world_t *w = ud;
+    struct tk__ticks *T = T_of(w);
+    rec *r = &T->recs[payload];
+    T->exts[r->ext].wnode = NONE32; /* the wheel released the node */
+    TK_GROW(T->dues, T->cap_dues, T->n_dues + 1);
+    T->dues[T->n_dues++] = (dueent){due, r->seq, payload};
+}
+
+static int due_cmp(const void *a, const void *b)
+{
+    const dueent *x = a, *y = b;
+    if (x->due != y->due)
+        return x->due < y->due ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+
+/* A function becomes due (or ticks for the first time as an interval one):
+ * reschedule it at `next_due` and mark it to tick this frame. */
+static void activate_interval(tk_world_t *w, rec *r, uint64_t next_due)
+{
+    struct tk__ticks *T = T_of(w);
+    ext *x = ensure_ext(T, r);
+    x->was_interval = true;
+    x->due = fmark(w);
+    wheel_insert(w, r, next_due);
+    if (!(r->flags & RF_DYNAMIC)) {
+        bit_set(T->lanes[r->lane].act, r->pos);
+        vpush(&T->due_now, slot_of(T, r));
+    }
+}
+
+void tk__ticks_start_frame(tk_world_t *w)
+{
+    struct tk__ticks *T = T_of(w);
+    T->phase = PH_GROUPS;
+    T->cur_group = 0;
+    ensure_wheels(w);
+    upkeep(w);
+
+    /* Cooldowns: everything due before the end of this frame's time. */
+    T->n_dues = 0;
+    tk__wheel_advance(&T->wheel_game, w->time_ns, collect_due, w);
+    tk__wheel_advance(&T->wheel_unpaused, w->unpaused_ns, collect_due, w);
+    for (size_t i = 0; i < T->n_dues; i++) {
+        rec *r = &T->recs[T->dues[i].slot];
+        /* Overrun credit: the next due time keeps the long-run phase. */
+        activate_interval(w, r, T->dues[i].due + T->exts[r->ext].interval_ns);
+    }
+    /* Interval functions that are enabled but not cooling tick now. */
+    for (size_t i = 0; i < T->fresh.n; i++) {
+        rec *r = &T->recs[T->fresh.v[i]];
+        ext *x = ext_of(T, r);
+        if (r->state != TK_TICK_ENABLED || !x || !x->interval_ns || x->wnode != NONE32)
+            continue;
+        activate_interval(w, r, clock_of(w, r) + x->interval_ns);
+    }
+    T->fresh.n = 0;
+
+    /* Functions whose groups depend on this frame: queue them as Unreal
+     * does, every-frame ones first, then the due interval ones. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < T->dyn.n; i++) {
+            rec *r = &T->recs[T->dyn.v[i]];
+            if (r->state == RS_FREE || !(r->flags & RF_DYNAMIC))
+                continue;
+            if ((iv_of(T, r) != 0) != (pass == 1) || !ready(w, r))
+                continue;
+            queue_fn(w, r, 0);
+        }
+    }
+}
+
+void tk__ticks_run_group(tk_world_t *w, tk_group g)
+{
+    struct tk__ticks *T = T_of(w);
+    uint64_t t0 = now_stats(w);
+    T->cur_group = g;
+    run_group_body(w, g);
+    T->cur_group = g + 1;
+    if (g == TK_GROUP_LAST_DEMOTABLE) {
+        w->fstats.group_ns[g] = now_stats(w) - t0;
+        t0 = now_stats(w);
+        /* The newly-spawned drain: up to 101 rounds. */
+        bool finished = false;
+        uint32_t rounds = 0;
+        T->cur_group = TK_GROUP_NEWLY_SPAWNED;
+        for (int it = 0; it < MAX_NEWLY_ROUNDS; it++) {
+            if (queue_newly(w, TK_GROUP_NEWLY_SPAWNED) == 0) {
+                finished = true;
+                break;
+            }
+            run_group_body(w, TK_GROUP_NEWLY_SPAWNED);
+            rounds++;
+        }
+        if (!finished) {
+            for (size_t i = 0; i < T->newly.n; i++) {
+                rec *r = &T->recs[T->newly.v[i]];
+                if (r->state == RS_FREE || !(r->flags & RF_NEWLY))
+                    continue;
+                char name[96];
+                describe(w, r, name, sizeof name);
+                tk_log(TK_LOG_ERROR,
+                       "could not tick newly spawned in 100 iterations; runaway recursive "
+                       "spawning: %s",
+                       name);
+                r->flags &= (uint8_t)~RF_NEWLY;
+                ext *x = ext_of(T, r);
+                if (r->state == TK_TICK_ENABLED && x && x->interval_ns && x->wnode == NONE32) {
+                    x->was_interval = true;
+                    wheel_insert(w, r, clock_of(w, r) + x->interval_ns);
+                }
+            }
+            T->newly.n = 0;
+        }
+        w->fstats.newly_spawned_rounds = rounds;
+        w->fstats.group_ns[TK_GROUP_NEWLY_SPAWNED] = now_stats(w) - t0;
+        return;
+    }
+    /* during_physics does not block: its newly spawned wait for end_physics. */
+    if (g != TK_GROUP_DURING_PHYSICS)
+        queue_newly(w, g + 1);
+    w->fstats.group_ns[g] = now_stats(w) - t0;
+}
+
+void tk__ticks_end_frame(tk_world_t *w)
+{
+    struct tk__ticks *T = T_of(w);
+    for (size_t i = 0; i < T->due_now.n; i++) {
+        rec *r = &T->recs[T->due_now.v[i]];
+        if (r->state != RS_FREE)
+            bit_clr(T->lanes[r->lane].act, r->pos);
+    }
+    T->due_now.n = 0;
+    for (size_t i = 0; i < T->newly.n; i++) {
+        rec *r = &T->recs[T->newly.v[i]];
+        if (r->state == RS_FREE || !(r->flags & RF_NEWLY))
+            continue;
+        char name[96];
+        describe(w, r, name, sizeof name);
+        tk_log(TK_LOG_ERROR, "newly spawned tick function was added after tick groups have "
+                             "been run: %s",
+               name);
+        r->flags &= (uint8_t)~RF_NEWLY;
+    }
+    T->newly.n = 0;
+    for (int g = 0; g < GROUPS; g++)
+        T->n_xs[g] = 0;
+    T->phase = PH_IDLE;
+    T->cur_group = 0;
+    release_limbo(T);
+}
+
+void tk__ticks_pause_frame(tk_world_t *w)
+{
+    struct tk__ticks *T = T_of(w);
+    T->phase = PH_PAUSE;
+    ensure_wheels(w);
+    upkeep(w);
+    /* Cooling even_when_paused functions on unpaused time, in due order. */
+    T->n_dues = 0;
+    tk__wheel_advance(&T->wheel_unpaused, w->unpaused_ns, collect_due, w);
+    if (T->n_dues > 1)
+        qsort(T->dues, T->n_dues, sizeof *T->dues, due_cmp);
+    for (size_t i = 0; i < T->n_dues; i++) {
+        rec *r = &T->recs[T->dues[i].slot];
+        if (r->state == RS_FREE)
+            continue;
+        ext *x = ext_of(T, r);
+        x->was_interval = true;
+        wheel_insert(w, r, T->dues[i].due + x->interval_ns);
+        exec_one(w, r, grp_of(r->grp), true);
+    }
+    /* Then the enabled ones (every frame, or interval not cooling yet). */
+    size_t n = T->paused_fns.n;
+    for (size_t i = 0; i < n; i++) {
+        rec *r = &T->recs[T->paused_fns.v[i]];
+        if (r->state != TK_TICK_ENABLED || !(r->flags & RF_PAUSED))
+            continue;
+        ext *x = ext_of(T, r);
+        if (x && x->interval_ns) {
+            if (x->wnode != NONE32)
+                continue;
+            x->was_interval = true;
+            wheel_insert(w, r, clock_of(w, r) + x->interval_ns);
+        }
+        exec_one(w, r, grp_of(r->grp), true);
+    }
+    T->phase = PH_IDLE;
+    release_limbo(T);
+}
