@@ -31,7 +31,7 @@ OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 SANLD    := -fsanitize=address,undefined
 endif
 CFLAGS   ?=
-CFLAGS   += $(CSTD) $(WARN) $(OPT) -Iinclude -MMD -MP
+CFLAGS   += $(CSTD) $(WARN) $(OPT) -Iinclude -Isrc -MMD -MP
 LDFLAGS  += $(SANLD)
 
 # Only resolved when something needs them, so `make deps` works on a bare machine.

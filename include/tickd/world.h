@@ -118,6 +118,13 @@ bool tk_world_paused(const tk_world_t *w);
 int tk_world_step(tk_world_t *w, uint64_t frames);
 uint64_t tk_world_steps_pending(const tk_world_t *w);
 
+/* ---- embedding --------------------------------------------------------- */
+
+/* One pointer of the embedder's (the daemon's entity layer keeps itself
+ * here so that tick functions can find it from ctx->world). */
+void tk_world_set_user(tk_world_t *w, void *user);
+void *tk_world_user(const tk_world_t *w);
+
 /* ---- errors and statistics ------------------------------------------- */
 
 /* A sentence about the last failed call on this world ("" if none). */

@@ -155,7 +155,9 @@ int tk_engine_frame(tk_engine_t *e)
     uint64_t raw = e->fixed_dt_ns ? e->fixed_dt_ns : real;
     if (e->max_dt_ns && raw > e->max_dt_ns)
         raw = e->max_dt_ns;
-    if (period && real > period)
+    /* Behind: lateness accumulated over consecutive slow frames; a frame within
+     * 5% of its period (ordinary wake-up jitter) means the loop keeps up. */
+    if (period && real > period + period / 20)
         e->behind_ns += real - period;
     else
         e->behind_ns = 0;

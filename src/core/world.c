@@ -40,6 +40,9 @@ int tk__world_error(tk_world_t *w, int code, const char *fmt, ...)
 
 const char *tk_world_last_error(const tk_world_t *w) { return w ? w->errbuf : ""; }
 
+void tk_world_set_user(tk_world_t *w, void *user) { w->user = user; }
+void *tk_world_user(const tk_world_t *w) { return w->user; }
+
 /* ---- levels ------------------------------------------------------------ */
 
 static inline uint32_t level_index(tk_level_id id) { return id & 0xffffu; }

@@ -58,6 +58,7 @@ struct tk_world {
     void *stats_clock_ud;
     tk_world_frame_stats fstats;
 
+    void *user;              /* tk_world_set_user                          */
     char errbuf[256];        /* tk_world_last_error                        */
 };
 

@@ -1,0 +1,335 @@
+/*
+ * daemon.c - the daemon's lifecycle and frame-loop hooks (daemon.h).
+ *
+ *   init:   engine (from config) -> entity layer -> levels -> event base ->
+ *           control socket -> signals (libevent evsignal: handlers only set
+ *           flags) -> "ready".
+ *   frame:  wait hook = libevent loop until the deadline (precise timer),
+ *           then a short spin; pre_world = SIGHUP reload + the queued
+ *           requests (deferred commands); post_frame = answered-later
+ *           requests, frame/overrun events, the "can't keep up" warning,
+ *           replies flushed before the next wait (Redis beforeSleep).
+ *   fini:   answer what is pending, stop accepting, flush, close, remove
+ *           the socket file.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define SPIN_NS 80000ull /* the last stretch before a deadline is spun */
+
+/* ---- events ---------------------------------------------------------------- */
+
+static bool subscribed(tkd *d, tkd_topic t) { return tkd_server_topic_subscribers(d->srv, t) > 0; }
+
+static void on_slow_tick(void *ud, tk_tick_id id, void *target, tk_class_id cls, uint64_t ns,
+                         size_t n)
+{
+    (void)target;
+    tkd *d = ud;
+    if (!subscribed(d, TKD_TOPIC_SLOW_TICK))
+        return;
+    int comp = -1;
+    const tks_entity *e = tks_tick_owner(d->sim, id, &comp);
+    json_t *p = json_object();
+    json_object_set_new(p, "entity", e ? json_integer((json_int_t)tks_entity_id(e)) : json_null());
+    json_object_set_new(p, "component", comp < 0 ? json_null() : json_integer(comp));
+    const char *cn = tk_tick_class_name(d->world, cls);
+    json_object_set_new(p, "class", json_string(cn ? cn : "?"));
+    json_object_set_new(p, "ms", json_real((double)ns / 1e6));
+    if (n > 1)
+        json_object_set_new(p, "batch", json_integer((json_int_t)n));
+    json_object_set_new(p, "frame", json_integer((json_int_t)tk_world_frame(d->world)));
+    tkd_server_publish(d->srv, TKD_TOPIC_SLOW_TICK, p);
+}
+
+static void on_log_forward(void *ud, tk_log_level level, const char *msg)
+{
+    tkd *d = ud;
+    if (!d->srv || !subscribed(d, TKD_TOPIC_LOG))
+        return;
+    json_t *p = json_object();
+    json_object_set_new(p, "level", json_string(tk_log_level_name(level)));
+    json_object_set_new(p, "message", json_string(msg));
+    tkd_server_publish(d->srv, TKD_TOPIC_LOG, p);
+}
+
+static bool stats_tick(void *ud, double dt)
+{
+    (void)dt;
+    tkd *d = ud;
+    if (subscribed(d, TKD_TOPIC_STATS))
+        tkd_server_publish(d->srv, TKD_TOPIC_STATS, tkd_stats_json(d));
+    return true;
+}
+
+/* ---- hooks ----------------------------------------------------------------------- */
+
+static void on_wake(evutil_socket_t fd, short what, void *ud)
+{
+    (void)fd;
+    (void)what;
+    tkd *d = ud;
+    event_base_loopbreak(d->base);
+}
+
+static void wait_hook(void *ud, uint64_t deadline)
+{
+    tkd *d = ud;
+    tkd_server_flush(d->srv);
+    if (deadline == 0 || d->shutdown) {
+        event_base_loop(d->base, EVLOOP_NONBLOCK);
+        tkd_server_flush(d->srv);
+        return;
+    }
+    uint64_t now = tk_clock_now_ns();
+    if (deadline > now + SPIN_NS) {
+        uint64_t ns = deadline - now - SPIN_NS;
+        struct timeval tv = {(time_t)(ns / 1000000000ull), (suseconds_t)((ns % 1000000000ull) / 1000)};
+        event_add(d->wake, &tv);
+        event_base_loop(d->base, EVLOOP_ONCE);
+        event_del(d->wake);
+        tkd_server_flush(d->srv);
+        return;
+    }
+    event_base_loop(d->base, EVLOOP_NONBLOCK);
+    tkd_server_flush(d->srv);
+    tk_clock_sleep_until(deadline, SPIN_NS);
+}
+
+static void reload_change(void *ud, const tkd_config_key *key, const char *old_text,
+                          const char *new_text, bool needs_restart)
+{
+    tkd *d = ud;
+    if (needs_restart) {
+        tk_log_warn("config: [%s] %s changed (%s -> %s) but needs a restart to apply", key->section,
+                    key->name, old_text, new_text);
+        return;
+    }
+    tk_log_info("config: [%s] %s = %s (was %s)", key->section, key->name, new_text, old_text);
+    const char *s = key->section, *n = key->name;
+    if (!strcmp(s, "engine") && !strcmp(n, "tick_rate"))
+        tk_engine_set_tick_rate(d->engine, d->cfg.tick_rate);
+    else if (!strcmp(s, "engine") && !strcmp(n, "max_dt"))
+        tk_engine_set_max_dt(d->engine, d->cfg.max_dt);
+    else if (!strcmp(s, "world") && !strcmp(n, "time_dilation"))
+        tk_world_set_time_dilation(d->world, d->cfg.time_dilation, NULL);
+    else if (!strcmp(s, "world") && !strcmp(n, "max_entities"))
+        tks_set_max_entities(d->sim, d->cfg.max_entities);
+    else if (!strcmp(s, "control") && !strcmp(n, "max_clients"))
+        tkd_server_set_max_clients(d->srv, d->cfg.max_clients);
+    else if (!strcmp(s, "control") && !strcmp(n, "max_line"))
+        tkd_server_set_max_line(d->srv, d->cfg.max_line);
+    else if (!strcmp(s, "control") && !strcmp(n, "max_pending"))
+        tkd_server_set_max_pending(d->srv, d->cfg.max_pending);
+    else if (!strcmp(s, "control") && !strcmp(n, "max_batch"))
+        tkd_server_set_max_batch(d->srv, d->cfg.max_batch);
+    else if (!strcmp(s, "control") && !strcmp(n, "max_output"))
+        tkd_server_set_max_output(d->srv, d->cfg.max_output);
+    else if (!strcmp(s, "stats") && !strcmp(n, "slow_tick_ms"))
+        tk_world_set_slow_tick(d->world, (uint64_t)(d->cfg.slow_tick_ms * 1e6), on_slow_tick, d);
+    else if (!strcmp(s, "log") && !strcmp(n, "level"))
+        tk_log_set_level(d->cfg.log_level);
+}
+
+static void do_reload(tkd *d)
+{
+    char err[512];
+    d->reload = false;
+    tk_log_info("SIGHUP: reloading %s", d->cfg.path ? d->cfg.path : "(built-in defaults)");
+    int n = tkd_config_reload(&d->cfg, NULL, reload_change, d, err, sizeof err);
+    if (n < 0)
+        tk_log_error("reload failed, nothing changed: %s", err);
+    else
+        tk_log_info("reload done: %d setting%s changed", n, n == 1 ? "" : "s");
+}
+
+static void exec_call(void *ud, tkd_call *call)
+{
+    tkd *d = ud;
+    tkd_exec(d, call, tkd_call_method(call), tkd_call_params(call));
+}
+
+static void pre_world(void *ud, tk_engine_t *e)
+{
+    (void)e;
+    tkd *d = ud;
+    if (d->reload)
+        do_reload(d);
+    tkd_server_drain(d->srv, exec_call, d);
+}
+
+static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
+{
+    (void)e;
+    tkd *d = ud;
+    tkd_methods_post_frame(d, f);
+    if (subscribed(d, TKD_TOPIC_FRAME)) {
+        json_t *p = json_object();
+        json_object_set_new(p, "frame", json_integer((json_int_t)f->frame));
+        json_object_set_new(p, "dt", json_real((double)f->world_dt_ns / 1e9));
+        json_object_set_new(p, "ms", json_real((double)f->work_ns / 1e6));
+        tkd_server_publish(d->srv, TKD_TOPIC_FRAME, p);
+    }
+    if (f->overrun && subscribed(d, TKD_TOPIC_OVERRUN)) {
+        json_t *p = json_object();
+        json_object_set_new(p, "frame", json_integer((json_int_t)f->frame));
+        json_object_set_new(p, "ms", json_real((double)f->work_ns / 1e6));
+        json_object_set_new(p, "target_ms", json_real((double)f->period_ns / 1e6));
+        tkd_server_publish(d->srv, TKD_TOPIC_OVERRUN, p);
+    }
+    tk_engine_stats st;
+    tk_engine_get_stats(d->engine, &st);
+    if (st.behind_s > 2.0 && !d->sprinting) {
+        unsigned long suppressed = 0;
+        if (tkd_ratelimit_allow(&d->behind_rl, (double)f->start_ns / 1e9, &suppressed))
+            tk_log_warn("can't keep up! running %.0f ms behind (%.0f ticks); mspt p50 %.2f ms, "
+                        "target %.2f ms%s",
+                        st.behind_s * 1e3,
+                        f->period_ns ? st.behind_s * 1e9 / (double)f->period_ns : 0.0,
+                        st.mspt.p50, (double)f->period_ns / 1e6,
+                        suppressed ? " (more warnings suppressed)" : "");
+    }
+    if (d->shutdown)
+        tk_engine_stop(d->engine);
+}
+
+/* ---- signals ----------------------------------------------------------------------- */
+
+static void on_signal(evutil_socket_t sig, short what, void *ud)
+{
+    (void)what;
+    tkd *d = ud;
+    if (sig == SIGHUP) {
+        d->reload = true;
+    } else {
+        if (!d->shutdown)
+            tk_log_info("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        d->shutdown = true;
+        tk_engine_stop(d->engine);
+    }
+    event_base_loopbreak(d->base);
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------- */
+
+int tkd_init(tkd *d, char *err, size_t errlen)
+{
+    tk_engine_desc ed;
+    tk_engine_desc_default(&ed);
+    ed.tick_rate = d->cfg.tick_rate;
+    ed.fixed_dt = d->cfg.fixed_dt;
+    ed.max_dt = d->cfg.max_dt;
+    ed.time_dilation = d->cfg.time_dilation;
+    ed.wait = wait_hook;
+    ed.wait_ud = d;
+    ed.pre_world = pre_world;
+    ed.post_frame = post_frame;
+    ed.hook_ud = d;
+    if (tk_engine_new(&ed, &d->engine) != 0) {
+        snprintf(err, errlen, "invalid engine settings");
+        return -1;
+    }
+    d->world = tk_engine_world(d->engine);
+    tks_config sc = {.max_entities = d->cfg.max_entities};
+    d->sim = tks_new(d->engine, &sc);
+    for (size_t i = 0; i < d->cfg.levels.count; i++) {
+        const char *name = d->cfg.levels.items[i];
+        if (!strcmp(name, "persistent"))
+            continue;
+        char serr[TKS_ERR_MAX];
+        if (tks_level_add(d->sim, name, serr) != 0) {
+            snprintf(err, errlen, "[world] levels: level '%s': %s", name, serr);
+            return -1;
+        }
+    }
+    if (d->cfg.slow_tick_ms > 0)
+        tk_world_set_slow_tick(d->world, (uint64_t)(d->cfg.slow_tick_ms * 1e6), on_slow_tick, d);
+    tkd_ratelimit_init(&d->behind_rl, 15.0);
+
+    struct event_config *ec = event_config_new();
+    event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    d->base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    if (!d->base) {
+        snprintf(err, errlen, "cannot create the event loop");
+        return -1;
+    }
+    d->wake = evtimer_new(d->base, on_wake, d);
+
+    tkd_server_config sc2;
+    tkd_server_config_init(&sc2);
+    sc2.path = d->cfg.socket;
+    sc2.mode = d->cfg.socket_mode;
+    sc2.limits.max_clients = d->cfg.max_clients;
+    sc2.limits.max_line = d->cfg.max_line;
+    sc2.limits.max_pending = d->cfg.max_pending;
+    sc2.limits.max_batch = d->cfg.max_batch;
+    sc2.limits.max_output = d->cfg.max_output;
+    if (tkd_server_new(d->base, &sc2, &d->srv, err, errlen) != 0)
+        return -1;
+
+    d->sig_term = evsignal_new(d->base, SIGTERM, on_signal, d);
+    d->sig_int = evsignal_new(d->base, SIGINT, on_signal, d);
+    d->sig_hup = evsignal_new(d->base, SIGHUP, on_signal, d);
+    event_add(d->sig_term, NULL);
+    event_add(d->sig_int, NULL);
+    event_add(d->sig_hup, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    tkd_logging_set_forward(on_log_forward, d);
+    tk_ticker_add(d->engine, 1.0, stats_tick, d, &d->stats_ticker);
+    tk_log_info("tickd %s ready: socket %s, %g Hz%s, %zu level%s", TKD_VERSION,
+                tkd_server_path(d->srv), d->cfg.tick_rate,
+                d->cfg.fixed_dt > 0 ? " (fixed dt)" : "", tk_level_count(d->world),
+                tk_level_count(d->world) == 1 ? "" : "s");
+    return 0;
+}
+
+void tkd_run(tkd *d, uint64_t max_frames)
+{
+    uint64_t n = 0;
+    while (!d->shutdown && (max_frames == 0 || n < max_frames)) {
+        tk_engine_frame(d->engine);
+        n++;
+        if (tk_engine_stopping(d->engine))
+            break;
+    }
+    if (max_frames && n >= max_frames && !d->shutdown)
+        tk_log_info("ran %llu frames: shutting down", (unsigned long long)n);
+}
+
+void tkd_fini(tkd *d)
+{
+    if (d->srv) {
+        tkd_server_shutting_down(d->srv);
+        /* Requests that arrived during the last frame still run and answer. */
+        tkd_server_drain(d->srv, exec_call, d);
+        tkd_methods_shutdown(d);
+        tkd_server_close_all(d->srv, 2000);
+    }
+    tkd_logging_set_forward(NULL, NULL);
+    if (d->srv)
+        tkd_server_free(d->srv);
+    if (d->sig_term)
+        event_free(d->sig_term);
+    if (d->sig_int)
+        event_free(d->sig_int);
+    if (d->sig_hup)
+        event_free(d->sig_hup);
+    if (d->wake)
+        event_free(d->wake);
+    if (d->base)
+        event_base_free(d->base);
+    tks_free(d->sim);
+    tk_engine_free(d->engine);
+    d->srv = NULL;
+    d->base = NULL;
+    d->sim = NULL;
+    d->engine = NULL;
+}

@@ -1,0 +1,83 @@
+/*
+ * daemon.h - the tickd daemon: one frame thread that owns the engine, the
+ * entity layer, the control socket and the events (DESIGN.md "One thread
+ * owns the world").
+ *
+ * The engine's pacing wait is the libevent loop: between frames the daemon
+ * serves its socket until the frame deadline (a precise timer), then spins
+ * the last stretch.  Requests are parsed as they arrive and executed at the
+ * frame boundary (the engine's pre_world hook), in arrival order.
+ */
+#ifndef TICKD_DAEMON_H
+#define TICKD_DAEMON_H
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "logging.h"
+#include "server.h"
+#include "sim/sim.h"
+#include "tickd/tickd.h"
+
+typedef struct tkd_trace tkd_trace;
+typedef struct tkd_waiter tkd_waiter;
+
+typedef struct tkd {
+    tkd_config cfg;
+    tk_engine_t *engine;
+    tk_world_t *world;
+    tks_sim *sim;
+    struct event_base *base;
+    tkd_server *srv;
+    struct event *sig_term, *sig_int, *sig_hup, *wake;
+
+    volatile bool shutdown;     /* graceful stop requested                    */
+    bool reload;                /* SIGHUP received, apply at frame boundary   */
+    int exit_code;
+
+    /* answered-later requests */
+    tkd_waiter *waiters;        /* world.step / engine.sprint                 */
+    tkd_trace *traces;          /* world.trace                                */
+    bool sprinting;
+    uint64_t sprint_frames;     /* frames left to sprint (all sprint waiters) */
+
+    /* counters for engine.stats */
+    uint64_t action_runs;       /* timer actions run                          */
+    uint64_t action_errors;     /* timer actions that failed                  */
+    uint64_t internal_errors;   /* method errors outside of requests          */
+
+    tkd_ratelimit_t behind_rl;  /* "can't keep up" warnings                   */
+    tk_ticker_handle stats_ticker;
+    uint64_t next_autosave_frame;
+} tkd;
+
+/* Create the daemon from a loaded config (binds the socket, creates levels).
+ * On error writes a sentence in err and returns non-zero. */
+int tkd_init(tkd *d, char *err, size_t errlen);
+/* Run frames until shutdown or cfg max frames (0 = forever). */
+void tkd_run(tkd *d, uint64_t max_frames);
+/* Graceful teardown: answer what is pending, close clients, remove the socket. */
+void tkd_fini(tkd *d);
+
+/* Execute one request (from the socket or a timer action).  `call` may be
+ * NULL: then the result is discarded and errors are logged and counted. */
+void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params);
+
+/* Method names, NULL-terminated. */
+const char *const *tkd_method_names(void);
+bool tkd_method_exists(const char *name);
+
+/* The engine.stats object (new reference). */
+json_t *tkd_stats_json(tkd *d);
+
+/* Frame-boundary hooks of methods.c for answered-later requests. */
+void tkd_methods_post_frame(tkd *d, const tk_frame_info *f);
+void tkd_methods_shutdown(tkd *d);
+
+/* Version string. */
+#define TKD_VERSION TICKD_VERSION
+
+#endif

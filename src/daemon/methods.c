@@ -1,0 +1,1549 @@
+/*
+ * methods.c - every method of PROTOCOL.md, run on the frame thread at the
+ * frame boundary (or from a timer action, mid-frame).
+ *
+ * A handler reads and checks all of its params first, then changes state:
+ * a request that fails validation changes nothing.  "Answered later"
+ * methods (world.step, world.trace, engine.sprint) keep their call in a
+ * waiter that the post-frame hook completes.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "params.h"
+
+#define TRACE_MAX_FRAMES 16
+#define LIST_MAX         1000000
+#define SPAWN_IDS_MAX    1000
+
+typedef struct req {
+    tkd *d;
+    tkd_call *call; /* NULL: a timer action */
+    const char *method;
+    json_t *params; /* borrowed, may be NULL */
+    bool answered;
+} req;
+
+typedef enum { W_STEP, W_SPRINT } waiter_kind;
+
+struct tkd_waiter {
+    tkd_waiter *next;
+    waiter_kind kind;
+    tkd_call *call;        /* NULL: nobody to answer */
+    uint64_t steps_before; /* W_STEP: done when pending steps drop to this */
+    uint64_t frames_left;  /* W_SPRINT */
+    uint64_t frames;
+    uint64_t start_ns;
+    tk_frame_stats *fs;
+};
+
+struct tkd_trace {
+    tkd_trace *next;
+    tkd_call *call;
+    uint64_t frames_left;
+    json_t *frames; /* array of {frame, ticks} */
+    json_t *ticks;  /* the current frame's */
+};
+
+/* ---- answering ---------------------------------------------------------------- */
+
+static void ok(req *r, json_t *result)
+{
+    r->answered = true;
+    if (r->call)
+        tkd_call_reply(r->call, result);
+    else
+        json_decref(result);
+}
+
+static void failv(req *r, int code, const char *fmt, va_list ap)
+{
+    char msg[TKD_ERR_MAX];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    r->answered = true;
+    if (r->call) {
+        tkd_call_error(r->call, code, NULL, "%s", msg);
+    } else {
+        r->d->action_errors++;
+        tk_log_warn("timer action %s failed (%d): %s", r->method, code, msg);
+    }
+}
+
+static void fail(req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(req *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    failv(r, code, fmt, ap);
+    va_end(ap);
+}
+
+static void fail_p(req *r, const tkd_perr *e) { fail(r, e->code, "%s", e->msg); }
+
+static void fail_tk(req *r, int tk_err, const char *msg)
+{
+    fail(r, tkd_code_from_tk(tk_err), "%s", msg);
+}
+
+static void defer(req *r)
+{
+    r->answered = true;
+    if (r->call)
+        tkd_call_defer(r->call);
+}
+
+/* Check params' names; on error answer and return false. */
+static bool keys(req *r, const char *const *allowed)
+{
+    tkd_perr e;
+    if (tkd_p_keys(r->params, "", allowed, &e)) {
+        fail_p(r, &e);
+        return false;
+    }
+    return true;
+}
+
+#define KEYS(...)                                                                                  \
+    do {                                                                                           \
+        static const char *const k_[] = {__VA_ARGS__, NULL};                                       \
+        if (!keys(r, k_))                                                                          \
+            return;                                                                                \
+    } while (0)
+#define NOKEYS()                                                                                   \
+    do {                                                                                           \
+        static const char *const k_[] = {NULL};                                                    \
+        if (!keys(r, k_))                                                                          \
+            return;                                                                                \
+    } while (0)
+
+/* Run a reader; on error answer and return from the handler. */
+#define READ(expr)                                                                                 \
+    do {                                                                                           \
+        if ((expr) < 0) {                                                                          \
+            fail_p(r, &pe);                                                                        \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+static json_t *jid(uint64_t v) { return json_integer((json_int_t)v); }
+
+/* ---- engine --------------------------------------------------------------------- */
+
+static uint64_t rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &res) != 2)
+            res = 0;
+        fclose(f);
+    }
+    return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static json_t *mspt_json(const tk_mspt *m)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "mean", json_real(m->mean));
+    json_object_set_new(o, "p50", json_real(m->p50));
+    json_object_set_new(o, "p95", json_real(m->p95));
+    json_object_set_new(o, "p99", json_real(m->p99));
+    json_object_set_new(o, "max", json_real(m->max));
+    return o;
+}
+
+json_t *tkd_stats_json(tkd *d)
+{
+    tk_engine_stats st;
+    tk_engine_get_stats(d->engine, &st);
+    tk_world_time t;
+    tk_world_get_time(d->world, &t);
+    tk_world_frame_stats fs;
+    tk_world_get_frame_stats(d->world, &fs);
+    tk_tick_counts tc;
+    tk_tick_get_counts(d->world, &tc);
+    tk_timer_counts tm;
+    tk_timer_get_counts(d->world, &tm);
+    tkd_server_stats ss;
+    tkd_server_get_stats(d->srv, &ss);
+    json_t *o = json_object();
+    json_object_set_new(o, "frame", jid(st.frame));
+    json_object_set_new(o, "world_time", json_real(t.world_time));
+    json_object_set_new(o, "real_time", json_real(t.real_time));
+    json_object_set_new(o, "target_hz", json_real(st.target_hz));
+    json_object_set_new(o, "tps_1s", json_real(st.tps_1s));
+    json_object_set_new(o, "tps_10s", json_real(st.tps_10s));
+    json_object_set_new(o, "tps_1m", json_real(st.tps_1m));
+    json_object_set_new(o, "mspt", mspt_json(&st.mspt));
+    json_t *g = json_object();
+    for (int i = 0; i < TK_GROUP_COUNT; i++)
+        json_object_set_new(g, tk_group_name((tk_group)i), json_real((double)fs.group_ns[i] / 1e6));
+    json_object_set_new(o, "groups", g);
+    json_object_set_new(o, "start_frame_ms", json_real((double)fs.start_frame_ns / 1e6));
+    json_object_set_new(o, "timers_ms", json_real((double)fs.timers_ns / 1e6));
+    json_object_set_new(o, "tickables_ms", json_real((double)fs.tickables_ns / 1e6));
+    json_object_set_new(o, "ticks_run_last_frame", jid(fs.ticks_run));
+    json_object_set_new(o, "overruns", jid(st.overruns));
+    json_object_set_new(o, "behind_s", json_real(st.behind_s));
+    json_object_set_new(o, "entities", jid(tks_entity_count(d->sim)));
+    json_t *tf = json_object();
+    json_object_set_new(tf, "enabled", jid(tc.enabled));
+    json_object_set_new(tf, "disabled", jid(tc.disabled));
+    json_object_set_new(tf, "cooling_down", jid(tc.cooling_down));
+    json_object_set_new(o, "tick_functions", tf);
+    json_t *tj = json_object();
+    json_object_set_new(tj, "active", jid(tm.active));
+    json_object_set_new(tj, "paused", jid(tm.paused));
+    json_object_set_new(tj, "pending", jid(tm.pending));
+    json_object_set_new(o, "timers", tj);
+    json_object_set_new(o, "timer_actions", jid(d->action_runs));
+    json_object_set_new(o, "timer_action_errors", jid(d->action_errors));
+    json_object_set_new(o, "tickables", jid(tk_tickable_count(d->world)));
+    json_object_set_new(o, "clients", jid(ss.clients));
+    json_object_set_new(o, "requests", jid(ss.requests));
+    json_object_set_new(o, "errors", jid(ss.errors + d->action_errors));
+    json_object_set_new(o, "events_dropped", jid(ss.events_dropped));
+    json_object_set_new(o, "paused", json_boolean(t.paused));
+    json_object_set_new(o, "rss_bytes", jid(rss_bytes()));
+    return o;
+}
+
+static void m_engine_info(req *r)
+{
+    NOKEYS();
+    tkd *d = r->d;
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string("tickd"));
+    json_object_set_new(o, "version", json_string(TKD_VERSION));
+    json_object_set_new(o, "protocol", json_integer(1));
+    json_t *m = json_array();
+    for (const char *const *n = tkd_method_names(); *n; n++)
+        json_array_append_new(m, json_string(*n));
+    json_object_set_new(o, "methods", m);
+    json_t *c = json_array();
+    for (size_t i = 0; i < tks_class_count(d->sim); i++)
+        json_array_append_new(c, json_string(tks_class_name(tks_class_at(d->sim, i))));
+    json_object_set_new(o, "classes", c);
+    json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
+    json_object_set_new(o, "socket", json_string(tkd_server_path(d->srv)));
+    json_object_set_new(o, "tick_rate", json_real(tk_engine_tick_rate(d->engine)));
+    json_object_set_new(o, "fixed_dt", json_real(tk_engine_fixed_dt(d->engine)));
+    json_object_set_new(o, "config", d->cfg.path ? json_string(d->cfg.path) : json_null());
+    ok(r, o);
+}
+
+static void m_engine_stats(req *r)
+{
+    NOKEYS();
+    ok(r, tkd_stats_json(r->d));
+}
+
+static void m_engine_set_tick_rate(req *r)
+{
+    KEYS("hz");
+    tkd_perr pe;
+    double hz;
+    int rc = tkd_p_num(r->params, "hz", "", 0, 10000, &hz, &pe);
+    READ(rc);
+    if (rc == 0) {
+        fail(r, -32602, "hz: required");
+        return;
+    }
+    tk_engine_set_tick_rate(r->d->engine, hz);
+    json_t *o = json_object();
+    json_object_set_new(o, "hz", json_real(hz));
+    ok(r, o);
+}
+
+static void add_waiter(tkd *d, tkd_waiter *w)
+{
+    w->next = d->waiters;
+    d->waiters = w;
+}
+
+static void m_engine_sprint(req *r)
+{
+    KEYS("frames");
+    tkd_perr pe;
+    uint64_t n;
+    int rc = tkd_p_u64(r->params, "frames", "", 1, 1000000000ull, &n, &pe);
+    READ(rc);
+    if (rc == 0) {
+        fail(r, -32602, "frames: required");
+        return;
+    }
+    tkd_waiter *w = tk_calloc(1, sizeof *w);
+    w->kind = W_SPRINT;
+    w->call = r->call;
+    w->frames_left = n;
+    w->frames = n;
+    w->start_ns = tk_clock_now_ns();
+    w->fs = tk_frame_stats_new();
+    add_waiter(r->d, w);
+    r->d->sprinting = true;
+    tk_engine_set_unpaced(r->d->engine, true);
+    defer(r);
+}
+
+static void m_engine_shutdown(req *r)
+{
+    NOKEYS();
+    tk_log_info("engine.shutdown requested%s", r->call ? "" : " by a timer action");
+    r->d->shutdown = true;
+    tk_engine_stop(r->d->engine);
+    ok(r, json_object());
+}
+
+/* ---- world ------------------------------------------------------------------------ */
+
+static json_t *levels_names(tkd *d)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < tk_level_count(d->world); i++)
+        json_array_append_new(a, json_string(tk_level_name(d->world, tk_level_at(d->world, i))));
+    return a;
+}
+
+static void m_world_status(req *r)
+{
+    NOKEYS();
+    tkd *d = r->d;
+    tk_world_time t;
+    tk_world_get_time(d->world, &t);
+    json_t *o = json_object();
+    json_object_set_new(o, "frame", jid(t.frame));
+    json_object_set_new(o, "world_time", json_real(t.world_time));
+    json_object_set_new(o, "real_time", json_real(t.real_time));
+    json_object_set_new(o, "unpaused_time", json_real(t.unpaused_time));
+    json_object_set_new(o, "paused", json_boolean(t.paused));
+    json_object_set_new(o, "time_dilation", json_real(t.time_dilation));
+    json_object_set_new(o, "levels", levels_names(d));
+    json_object_set_new(o, "entities", jid(tks_entity_count(d->sim)));
+    json_object_set_new(o, "steps_pending", jid(tk_world_steps_pending(d->world)));
+    ok(r, o);
+}
+
+static void paused_result(req *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "paused", json_boolean(tk_world_paused(r->d->world)));
+    ok(r, o);
+}
+
+static void m_world_pause(req *r)
+{
+    NOKEYS();
+    tk_world_set_paused(r->d->world, true);
+    paused_result(r);
+}
+
+static void m_world_unpause(req *r)
+{
+    NOKEYS();
+    tk_world_set_paused(r->d->world, false);
+    paused_result(r);
+}
+
+static void m_world_step(req *r)
+{
+    KEYS("frames");
+    tkd_perr pe;
+    uint64_t n = 1;
+    READ(tkd_p_u64(r->params, "frames", "", 1, 1000000000ull, &n, &pe));
+    tkd *d = r->d;
+    if (!tk_world_paused(d->world)) {
+        fail(r, -32002, "the world is not paused (world.pause first)");
+        return;
+    }
+    uint64_t before = tk_world_steps_pending(d->world);
+    tk_world_step(d->world, n);
+    tkd_waiter *w = tk_calloc(1, sizeof *w);
+    w->kind = W_STEP;
+    w->call = r->call;
+    w->steps_before = before;
+    add_waiter(d, w);
+    defer(r);
+}
+
+static void m_world_set_time_dilation(req *r)
+{
+    KEYS("value");
+    tkd_perr pe;
+    double v;
+    int rc = tkd_p_num(r->params, "value", "", -1e300, 1e300, &v, &pe);
+    READ(rc);
+    if (rc == 0) {
+        fail(r, -32602, "value: required");
+        return;
+    }
+    double applied;
+    tk_world_set_time_dilation(r->d->world, v, &applied);
+    json_t *o = json_object();
+    json_object_set_new(o, "value", json_real(applied));
+    ok(r, o);
+}
+
+static void on_trace(void *ud, tk_tick_id id, void *target, tk_group group)
+{
+    (void)target;
+    tkd *d = ud;
+    int comp = -1;
+    const tks_entity *e = tks_tick_owner(d->sim, id, &comp);
+    for (tkd_trace *t = d->traces; t; t = t->next) {
+        json_t *x = json_object();
+        json_object_set_new(x, "entity", e ? jid(tks_entity_id(e)) : json_null());
+        json_object_set_new(x, "component", comp < 0 ? json_null() : json_integer(comp));
+        json_object_set_new(x, "group", json_string(tk_group_name(group)));
+        json_array_append_new(t->ticks, x);
+    }
+}
+
+static void m_world_trace(req *r)
+{
+    KEYS("frames");
+    tkd_perr pe;
+    uint64_t n = 1;
+    READ(tkd_p_u64(r->params, "frames", "", 1, TRACE_MAX_FRAMES, &n, &pe));
+    tkd *d = r->d;
+    tkd_trace *t = tk_calloc(1, sizeof *t);
+    t->call = r->call;
+    t->frames_left = n;
+    t->frames = json_array();
+    t->ticks = json_array();
+    t->next = d->traces;
+    d->traces = t;
+    tk_world_set_trace(d->world, on_trace, d);
+    defer(r);
+}
+
+/* ---- levels ------------------------------------------------------------------------- */
+
+static void m_level_list(req *r)
+{
+    NOKEYS();
+    tkd *d = r->d;
+    json_t *a = json_array();
+    for (size_t i = 0; i < tk_level_count(d->world); i++) {
+        tk_level_id l = tk_level_at(d->world, i);
+        json_t *x = json_object();
+        json_object_set_new(x, "name", json_string(tk_level_name(d->world, l)));
+        json_object_set_new(x, "entities", jid(tks_level_entities(d->sim, l)));
+        json_array_append_new(a, x);
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "levels", a);
+    ok(r, o);
+}
+
+static bool need_str(req *r, const char *key, const char **out)
+{
+    tkd_perr pe;
+    int rc = tkd_p_str(r->params, key, "", out, &pe);
+    if (rc < 0) {
+        fail_p(r, &pe);
+        return false;
+    }
+    if (rc == 0) {
+        fail(r, -32602, "%s: required", key);
+        return false;
+    }
+    return true;
+}
+
+static void m_level_add(req *r)
+{
+    KEYS("name");
+    const char *name;
+    if (!need_str(r, "name", &name))
+        return;
+    char err[TKS_ERR_MAX];
+    int rc = tks_level_add(r->d->sim, name, err);
+    if (rc) {
+        fail(r, rc == TK_EEXIST ? -32602 : tkd_code_from_tk(rc), "%s", err);
+        return;
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(name));
+    ok(r, o);
+}
+
+static void m_level_remove(req *r)
+{
+    KEYS("name");
+    const char *name;
+    if (!need_str(r, "name", &name))
+        return;
+    char err[TKS_ERR_MAX];
+    uint64_t before = tks_entity_count(r->d->sim);
+    int rc = tks_level_remove(r->d->sim, name, err);
+    if (rc) {
+        fail_tk(r, rc, err);
+        return;
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "destroyed", jid(before - tks_entity_count(r->d->sim)));
+    ok(r, o);
+}
+
+/* ---- entities ---------------------------------------------------------------------------- */
+
+static void m_entity_spawn(req *r)
+{
+    tkd_arena a = {0};
+    tkd_perr pe;
+    tks_spawn_req sr;
+    if (tkd_p_spawn(r->params, "", &a, 0, &sr, &pe) < 0) {
+        tkd_arena_free(&a);
+        {
+            fail_p(r, &pe);
+            return;
+        }
+    }
+    char err[TKS_ERR_MAX];
+    tks_id first;
+    int rc = tks_spawn(r->d->sim, &sr, &first, err);
+    tkd_arena_free(&a);
+    if (rc) {
+        fail_tk(r, rc, err);
+        return;
+    }
+    json_t *o = json_object();
+    if (sr.count > SPAWN_IDS_MAX) {
+        json_object_set_new(o, "first", jid(first));
+        json_object_set_new(o, "count", jid(sr.count));
+    } else {
+        json_t *ids = json_array();
+        for (uint64_t i = 0; i < sr.count; i++)
+            json_array_append_new(ids, jid(first + i));
+        json_object_set_new(o, "ids", ids);
+    }
+    ok(r, o);
+}
+
+static void m_entity_destroy(req *r)
+{
+    KEYS("ids");
+    tkd_arena a = {0};
+    tkd_perr pe;
+    tks_id *ids = NULL;
+    size_t n = 0;
+    int rc = tkd_p_ids(r->params, "ids", "", &a, &ids, &n, &pe);
+    if (rc <= 0) {
+        tkd_arena_free(&a);
+        if (rc == 0) {
+            fail(r, -32602, "ids: required");
+            return;
+        }
+        {
+            fail_p(r, &pe);
+            return;
+        }
+    }
+    char err[TKS_ERR_MAX];
+    size_t destroyed;
+    rc = tks_destroy(r->d->sim, ids, n, &destroyed, err);
+    tkd_arena_free(&a);
+    if (rc) {
+        fail_tk(r, rc, err);
+        return;
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "destroyed", jid(destroyed));
+    ok(r, o);
+}
+
+static json_t *prereq_ids(tkd *d, tk_tick_id id)
+{
+    json_t *a = json_array();
+    if (id == TK_TICK_NONE)
+        return a;
+    tk_tick_id pre[64];
+    size_t n = tk_tick_prerequisites(d->world, id, pre, 64);
+    for (size_t i = 0; i < n && i < 64; i++) {
+        int comp = -1;
+        const tks_entity *e = tks_tick_owner(d->sim, pre[i], &comp);
+        if (!e)
+            continue;
+        if (comp < 0) {
+            json_array_append_new(a, jid(tks_entity_id(e)));
+        } else {
+            json_t *t = json_object();
+            json_object_set_new(t, "id", jid(tks_entity_id(e)));
+            json_object_set_new(t, "component", json_integer(comp));
+            json_array_append_new(a, t);
+        }
+    }
+    return a;
+}
+
+static void m_entity_get(req *r)
+{
+    KEYS("id");
+    tkd_perr pe;
+    uint64_t id;
+    int rc = tkd_p_u64(r->params, "id", "", 1, UINT64_MAX, &id, &pe);
+    READ(rc);
+    if (rc == 0) {
+        fail(r, -32602, "id: required");
+        return;
+    }
+    tkd *d = r->d;
+    const tks_entity *e = tks_entity_get(d->sim, id);
+    if (!e) {
+        fail(r, -32001, "id: entity %llu does not exist", (unsigned long long)id);
+        return;
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "id", jid(id));
+    json_object_set_new(o, "class", json_string(tks_class_name(tks_entity_class(e))));
+    json_object_set_new(o, "level", json_string(tk_level_name(d->world, tks_entity_level(e))));
+    json_object_set_new(o, "props", tkd_j_props(d->sim, e, -1));
+    json_object_set_new(
+        o, "tick",
+        tkd_j_tick_report(d->world, tks_entity_tick(e, -1), tks_entity_tick_spec(d->sim, e, -1)));
+    json_t *cs = json_array();
+    for (size_t i = 0; i < tks_entity_component_count(e); i++) {
+        json_t *c = json_object();
+        json_object_set_new(c, "class",
+                            json_string(tks_class_name(tks_entity_component_class(e, i))));
+        json_object_set_new(c, "props", tkd_j_props(d->sim, e, (int)i));
+        json_object_set_new(c, "tick",
+                            tkd_j_tick_report(d->world, tks_entity_tick(e, (int)i),
+                                              tks_entity_tick_spec(d->sim, e, (int)i)));
+        json_array_append_new(cs, c);
+    }
+    json_object_set_new(o, "components", cs);
+    json_object_set_new(o, "prerequisites", prereq_ids(d, tks_entity_tick(e, -1)));
+    json_object_set_new(o, "time_dilation", json_real(tks_entity_dilation(e)));
+    double life = tks_entity_life_remaining(d->sim, e);
+    json_object_set_new(o, "life_span", life >= 0 ? json_real(life) : json_null());
+    ok(r, o);
+}
+
+typedef struct list_ctx {
+    json_t *ids;
+} list_ctx;
+
+static void list_one(void *ud, const tks_entity *e)
+{
+    list_ctx *c = ud;
+    json_array_append_new(c->ids, jid(tks_entity_id(e)));
+}
+
+static void m_entity_list(req *r)
+{
+    KEYS("level", "class", "offset", "limit");
+    tkd_perr pe;
+    const char *level = NULL, *cls = NULL;
+    uint64_t offset = 0, limit = 100;
+    READ(tkd_p_str(r->params, "level", "", &level, &pe));
+    READ(tkd_p_str(r->params, "class", "", &cls, &pe));
+    READ(tkd_p_u64(r->params, "offset", "", 0, UINT64_MAX, &offset, &pe));
+    READ(tkd_p_u64(r->params, "limit", "", 0, LIST_MAX, &limit, &pe));
+    tkd *d = r->d;
+    tk_level_id l = TK_LEVEL_NONE;
+    if (level && tk_level_find(d->world, level, &l) != 0) {
+        fail(r, -32001, "level: level '%s' does not exist", level);
+        return;
+    }
+    const tks_class *c = NULL;
+    if (cls && !(c = tks_class_find(d->sim, cls))) {
+        fail(r, -32602, "class: unknown class '%s'", cls);
+        return;
+    }
+    list_ctx lc = {json_array()};
+    uint64_t total = tks_entity_list(d->sim, l, c, offset, limit, list_one, &lc);
+    json_t *o = json_object();
+    json_object_set_new(o, "total", jid(total));
+    json_object_set_new(o, "ids", lc.ids);
+    ok(r, o);
+}
+
+static void m_entity_set_props(req *r)
+{
+    KEYS("id", "props");
+    tkd_perr pe;
+    uint64_t id;
+    json_t *props = NULL;
+    int rc = tkd_p_u64(r->params, "id", "", 1, UINT64_MAX, &id, &pe);
+    READ(rc);
+    if (rc == 0) {
+        fail(r, -32602, "id: required");
+        return;
+    }
+    rc = tkd_p_obj(r->params, "props", "", &props, &pe);
+    READ(rc);
+    if (rc == 0) {
+        fail(r, -32602, "props: required");
+        return;
+    }
+    tkd_arena a = {0};
+    tks_prop_kv *kv;
+    size_t n;
+    if (tkd_p_props(props, "props", &a, 0, &kv, &n, &pe) < 0) {
+        tkd_arena_free(&a);
+        {
+            fail_p(r, &pe);
+            return;
+        }
+    }
+    char err[TKS_ERR_MAX];
+    rc = tks_entity_set_props(r->d->sim, id, kv, n, err);
+    tkd_arena_free(&a);
+    if (rc) {
+        fail_tk(r, rc, err);
+        return;
+    }
+    ok(r, json_object());
+}
+
+/* ---- tick functions ------------------------------------------------------------------ */
+
+/* A target {"id", "component"?} in `obj` (keys at `path`) -> tick function. */
+static int read_target(req *r, const json_t *obj, const char *path, tk_tick_id *out)
+{
+    tkd_perr pe;
+    uint64_t id, comp = 0;
+    int rc = tkd_p_u64(obj, "id", path, 1, UINT64_MAX, &id, &pe);
+    if (rc < 0) {
+        fail_p(r, &pe);
+        return -1;
+    }
+    if (rc == 0) {
+        fail(r, -32602, "%s%sid: required", path, path[0] ? "." : "");
+        return -1;
+    }
+    int has_comp = tkd_p_u64(obj, "component", path, 0, TKS_MAX_COMPONENTS - 1, &comp, &pe);
+    if (has_comp < 0) {
+        fail_p(r, &pe);
+        return -1;
+    }
+    const tks_entity *e = tks_entity_get(r->d->sim, id);
+    if (!e) {
+        fail(r, -32001, "%s%sid: entity %llu does not exist", path, path[0] ? "." : "",
+             (unsigned long long)id);
+        return -1;
+    }
+    if (has_comp && comp >= tks_entity_component_count(e)) {
+        fail(r, -32001, "%s%scomponent: entity %llu has no component %llu", path,
+             path[0] ? "." : "", (unsigned long long)id, (unsigned long long)comp);
+        return -1;
+    }
+    tk_tick_id t = tks_entity_tick(e, has_comp ? (int)comp : -1);
+    if (t == TK_TICK_NONE) {
+        fail(r, -32002,
+             "%s%sid: that tick function is not registered (on_dedicated_server is false)", path,
+             path[0] ? "." : "");
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+static void m_tick_set(req *r)
+{
+    static const char *const allowed[] = {"id",      "component",           "ids",
+                                          "group",   "end_group",           "interval",
+                                          "enabled", "even_when_paused",    "high_priority",
+                                          "batch",   "on_dedicated_server", "any_thread",
+                                          NULL};
+    if (!keys(r, allowed))
+        return;
+    tkd *d = r->d;
+    tkd_perr pe;
+    bool has_ids = json_object_get(r->params, "ids") != NULL;
+    bool has_id = json_object_get(r->params, "id") != NULL;
+    if (has_ids == has_id) {
+        fail(r, -32602, "id: give either id (with an optional component) or ids");
+        return;
+    }
+    if (has_ids && json_object_get(r->params, "component")) {
+        fail(r, -32602, "component: not allowed with ids");
+        return;
+    }
+    tkd_arena a = {0};
+    tk_tick_id *targets;
+    size_t n;
+    if (has_id) {
+        targets = tkd_arena_alloc(&a, sizeof *targets);
+        n = 1;
+        if (read_target(r, r->params, "", &targets[0]) < 0) {
+            tkd_arena_free(&a);
+            return;
+        }
+    } else {
+        tks_id *ids;
+        if (tkd_p_ids(r->params, "ids", "", &a, &ids, &n, &pe) < 0) {
+            tkd_arena_free(&a);
+            {
+                fail_p(r, &pe);
+                return;
+            }
+        }
+        targets = tkd_arena_alloc(&a, (n ? n : 1) * sizeof *targets);
+        for (size_t i = 0; i < n; i++) {
+            const tks_entity *e = tks_entity_get(d->sim, ids[i]);
+            if (!e) {
+                tkd_arena_free(&a);
+                {
+                    fail(r, -32001, "ids[%zu]: entity %llu does not exist", i,
+                         (unsigned long long)ids[i]);
+                    return;
+                }
+            }
+            targets[i] = tks_entity_tick(e, -1);
+            if (targets[i] == TK_TICK_NONE) {
+                tkd_arena_free(&a);
+                {
+                    fail(r, -32002, "ids[%zu]: the actor tick is not registered", i);
+                    return;
+                }
+            }
+        }
+    }
+    /* Validate every new spec first, then apply. */
+    tk_tick_spec *specs = tkd_arena_alloc(&a, (n ? n : 1) * sizeof *specs);
+    for (size_t i = 0; i < n; i++) {
+        tk_tick_info info;
+        tk_tick_get(d->world, targets[i], &info);
+        specs[i] = info.spec;
+        if (info.spec.end_group == info.spec.group)
+            specs[i].end_group = TK_GROUP_SAME;
+        if (tkd_p_tick_spec(r->params, "", false, &specs[i], &pe) < 0) {
+            tkd_arena_free(&a);
+            {
+                fail_p(r, &pe);
+                return;
+            }
+        }
+        if (!specs[i].on_dedicated_server) {
+            tkd_arena_free(&a);
+            {
+                fail(r, -32602,
+                     "on_dedicated_server: cannot be turned off on a registered "
+                     "tick function");
+                return;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        tk_tick_set_spec(d->world, targets[i], &specs[i]);
+    tkd_arena_free(&a);
+    ok(r, json_object());
+}
+
+static void m_tick_prereq(req *r, bool add)
+{
+    KEYS("id", "component", "prerequisite");
+    tk_tick_id t, p;
+    if (read_target(r, r->params, "", &t) < 0)
+        return;
+    json_t *po = json_object_get(r->params, "prerequisite");
+    if (!po) {
+        fail(r, -32602, "prerequisite: required");
+        return;
+    }
+    if (json_is_integer(po)) {
+        /* Shorthand: an entity id for its actor tick. */
+        json_t *tmp = json_pack("{s:O}", "id", po);
+        int rc = read_target(r, tmp, "prerequisite", &p);
+        json_decref(tmp);
+        if (rc < 0)
+            return;
+    } else if (json_is_object(po)) {
+        static const char *const pk[] = {"id", "component", NULL};
+        tkd_perr pe;
+        if (tkd_p_keys(po, "prerequisite", pk, &pe)) {
+            fail_p(r, &pe);
+            return;
+        }
+        if (read_target(r, po, "prerequisite", &p) < 0)
+            return;
+    } else {
+        {
+            fail(r, -32602, "prerequisite: must be a target {\"id\", \"component\"?}");
+            return;
+        }
+    }
+    int rc = add ? tk_tick_add_prerequisite(r->d->world, t, p)
+                 : tk_tick_remove_prerequisite(r->d->world, t, p);
+    if (rc == TK_EINVAL) {
+        fail(r, -32602, "prerequisite: a tick function cannot be its own prerequisite");
+        return;
+    }
+    if (rc == TK_ENOENT) {
+        fail(r, -32001, "prerequisite: not a prerequisite of this tick function");
+        return;
+    }
+    ok(r, json_object());
+}
+
+static void m_tick_add_prerequisite(req *r) { m_tick_prereq(r, true); }
+static void m_tick_remove_prerequisite(req *r) { m_tick_prereq(r, false); }
+
+static void m_tick_dump(req *r)
+{
+    KEYS("offset", "limit");
+    tkd_perr pe;
+    uint64_t offset = 0, limit = 100;
+    READ(tkd_p_u64(r->params, "offset", "", 0, UINT64_MAX, &offset, &pe));
+    READ(tkd_p_u64(r->params, "limit", "", 0, LIST_MAX, &limit, &pe));
+    tkd *d = r->d;
+    tk_tick_counts tc;
+    tk_tick_get_counts(d->world, &tc);
+    json_t *ticks = json_array();
+    uint64_t cur = 0, k = 0;
+    tk_tick_id id;
+    while (json_array_size(ticks) < limit && tk_tick_next(d->world, &cur, &id)) {
+        if (k++ < offset)
+            continue;
+        tk_tick_info i;
+        tk_tick_get(d->world, id, &i);
+        int comp = -1;
+        const tks_entity *e = tks_tick_owner(d->sim, id, &comp);
+        json_t *x = json_object();
+        json_object_set_new(x, "entity", e ? jid(tks_entity_id(e)) : json_null());
+        json_object_set_new(x, "component", comp < 0 ? json_null() : json_integer(comp));
+        json_object_set_new(x, "class", json_string(tk_tick_class_name(d->world, i.cls)));
+        json_object_set_new(x, "state", json_string(tk_tick_state_name(i.state)));
+        json_object_set_new(x, "group", json_string(tk_group_name(i.spec.group)));
+        json_object_set_new(x, "end_group", json_string(tk_group_name(i.spec.end_group)));
+        json_object_set_new(x, "actual_group", json_string(tk_group_name(i.actual_group)));
+        json_object_set_new(x, "actual_end_group", json_string(tk_group_name(i.actual_end_group)));
+        json_object_set_new(x, "interval", json_real(i.spec.interval));
+        if (i.state == TK_TICK_COOLING_DOWN)
+            json_object_set_new(x, "cooldown", json_real(i.cooldown));
+        json_object_set_new(x, "prerequisites", prereq_ids(d, id));
+        json_array_append_new(ticks, x);
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "total", jid(tc.registered));
+    json_object_set_new(o, "ticks", ticks);
+    ok(r, o);
+}
+
+/* ---- timers -------------------------------------------------------------------------- */
+
+typedef struct timer_action {
+    tkd *d;
+    json_t *action; /* {"method", "params"?} or NULL */
+} timer_action;
+
+static void action_free(void *ud)
+{
+    timer_action *ta = ud;
+    json_decref(ta->action);
+    tk_free(ta);
+}
+
+static void action_fire(void *ud, tk_timer_handle h, tk_world_t *w)
+{
+    (void)h;
+    (void)w;
+    timer_action *ta = ud;
+    if (!ta->action)
+        return;
+    ta->d->action_runs++;
+    /* The action may clear this timer (freeing `ta`): hold the JSON. */
+    json_t *act = json_incref(ta->action);
+    tkd_exec(ta->d, NULL, json_string_value(json_object_get(act, "method")),
+             json_object_get(act, "params"));
+    json_decref(act);
+}
+
+static const char *const forbidden_actions[] = {"world.load", "events.subscribe",
+                                                "events.unsubscribe", NULL};
+
+/* Read an optional action; NULL-safe. Returns -1 after answering. */
+static int read_action(req *r, json_t **out)
+{
+    *out = NULL;
+    json_t *a = json_object_get(r->params, "action");
+    if (!a)
+        return 0;
+    if (!json_is_object(a)) {
+        fail(r, -32602, "action: must be an object {\"method\", \"params\"?}");
+        return -1;
+    }
+    static const char *const ak[] = {"method", "params", NULL};
+    tkd_perr pe;
+    if (tkd_p_keys(a, "action", ak, &pe)) {
+        fail_p(r, &pe);
+        return -1;
+    }
+    const char *m;
+    int rc = tkd_p_str(a, "method", "action", &m, &pe);
+    if (rc <= 0) {
+        if (rc == 0)
+            fail(r, -32602, "action.method: required");
+        else
+            fail_p(r, &pe);
+        return -1;
+    }
+    if (!tkd_method_exists(m)) {
+        fail(r, -32602, "action.method: unknown method '%s'", m);
+        return -1;
+    }
+    for (size_t i = 0; forbidden_actions[i]; i++) {
+        if (!strcmp(m, forbidden_actions[i])) {
+            fail(r, -32602, "action.method: %s cannot be a timer action", m);
+            return -1;
+        }
+    }
+    json_t *p = json_object_get(a, "params");
+    if (p && !json_is_object(p)) {
+        fail(r, -32602, "action.params: must be an object");
+        return -1;
+    }
+    *out = json_deep_copy(a);
+    return 1;
+}
+
+static json_t *timer_json(tkd *d, tk_timer_handle h)
+{
+    tk_timer_info i;
+    if (tk_timer_get(d->world, h, &i) != 0)
+        return NULL;
+    json_t *o = json_object();
+    json_object_set_new(o, "handle", jid(h));
+    json_object_set_new(o, "status", json_string(tk_timer_status_name(i.status)));
+    json_object_set_new(o, "rate", json_real(i.rate));
+    json_object_set_new(o, "loop", json_boolean(i.loop));
+    json_object_set_new(o, "elapsed", json_real(i.elapsed));
+    json_object_set_new(o, "remaining", json_real(i.remaining));
+    json_object_set_new(o, "fired", jid(i.fired));
+    if (i.owner)
+        json_object_set_new(o, "owner", jid(i.owner));
+    const timer_action *ta = i.ud;
+    if (ta && i.owner == 0 && ta->action)
+        json_object_set_new(o, "action", json_incref(ta->action));
+    return o;
+}
+
+static void set_timer(req *r, bool next_tick)
+{
+    tkd_perr pe;
+    tk_timer_desc td = {0};
+    td.first_delay = -1;
+    if (!next_tick) {
+        KEYS("rate", "loop", "first_delay", "action");
+        int rc = tkd_p_num(r->params, "rate", "", -1e300, 1e9, &td.rate, &pe);
+        READ(rc);
+        if (rc == 0) {
+            fail(r, -32602, "rate: required");
+            return;
+        }
+        if (!(td.rate > 0)) {
+            fail(r, -32602, "rate: must be > 0 (use timer.clear to stop a timer)");
+            return;
+        }
+        READ(tkd_p_bool(r->params, "loop", "", &td.loop, &pe));
+        READ(tkd_p_num(r->params, "first_delay", "", -1e300, 1e9, &td.first_delay, &pe));
+    } else {
+        KEYS("action");
+    }
+    json_t *action;
+    if (read_action(r, &action) < 0)
+        return;
+    timer_action *ta = tk_calloc(1, sizeof *ta);
+    ta->d = r->d;
+    ta->action = action;
+    td.fn = action_fire;
+    td.ud = ta;
+    td.free_ud = action_free;
+    tk_timer_handle h;
+    int rc = next_tick ? tk_timer_set_for_next_tick(r->d->world, &td, &h)
+                       : tk_timer_set(r->d->world, &td, &h);
+    if (rc) {
+        action_free(ta);
+        {
+            fail_tk(r, rc, tk_world_last_error(r->d->world));
+            return;
+        }
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "handle", jid(h));
+    ok(r, o);
+}
+
+static void m_timer_set(req *r) { set_timer(r, false); }
+static void m_timer_set_for_next_tick(req *r) { set_timer(r, true); }
+
+static bool read_handle(req *r, tk_timer_handle *h)
+{
+    tkd_perr pe;
+    uint64_t v;
+    int rc = tkd_p_u64(r->params, "handle", "", 1, UINT64_MAX, &v, &pe);
+    if (rc < 0) {
+        fail_p(r, &pe);
+        return false;
+    }
+    if (rc == 0) {
+        fail(r, -32602, "handle: required");
+        return false;
+    }
+    if (!tk_timer_exists(r->d->world, v)) {
+        fail(r, -32001, "handle: no such timer (unknown, cleared or finished)");
+        return false;
+    }
+    *h = v;
+    return true;
+}
+
+static void m_timer_op(req *r, int (*op)(tk_world_t *, tk_timer_handle))
+{
+    KEYS("handle");
+    tk_timer_handle h;
+    if (!read_handle(r, &h))
+        return;
+    int rc = op(r->d->world, h);
+    if (rc) {
+        fail_tk(r, rc, tk_world_last_error(r->d->world));
+        return;
+    }
+    ok(r, json_object());
+}
+
+static void m_timer_clear(req *r) { m_timer_op(r, tk_timer_clear); }
+static void m_timer_pause(req *r) { m_timer_op(r, tk_timer_pause); }
+static void m_timer_unpause(req *r) { m_timer_op(r, tk_timer_unpause); }
+
+static void m_timer_get(req *r)
+{
+    KEYS("handle");
+    tk_timer_handle h;
+    if (!read_handle(r, &h))
+        return;
+    ok(r, timer_json(r->d, h));
+}
+
+static void m_timer_list(req *r)
+{
+    NOKEYS();
+    json_t *a = json_array();
+    uint64_t cur = 0;
+    tk_timer_handle h;
+    while (tk_timer_next(r->d->world, &cur, &h)) {
+        json_t *t = timer_json(r->d, h);
+        if (t)
+            json_array_append_new(a, t);
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "timers", a);
+    ok(r, o);
+}
+
+/* ---- tickables ------------------------------------------------------------------------ */
+
+static void m_tickable_add(req *r)
+{
+    KEYS("class", "tick_type", "when_paused", "props");
+    tkd_perr pe;
+    const char *cls, *tt = "conditional";
+    bool when_paused = false;
+    json_t *props = NULL;
+    if (!need_str(r, "class", &cls))
+        return;
+    READ(tkd_p_str(r->params, "tick_type", "", &tt, &pe));
+    READ(tkd_p_bool(r->params, "when_paused", "", &when_paused, &pe));
+    READ(tkd_p_obj(r->params, "props", "", &props, &pe));
+    tk_tickable_type type;
+    if (tk_tickable_type_parse(tt, &type) != 0) {
+        fail(r, -32602, "tick_type: must be always, conditional or never");
+        return;
+    }
+    tkd_arena a = {0};
+    tks_prop_kv *kv;
+    size_t n;
+    if (tkd_p_props(props, "props", &a, 0, &kv, &n, &pe) < 0) {
+        tkd_arena_free(&a);
+        {
+            fail_p(r, &pe);
+            return;
+        }
+    }
+    char err[TKS_ERR_MAX];
+    tk_tickable_id id;
+    int rc = tks_tickable_add(r->d->sim, cls, type, when_paused, kv, n, &id, err);
+    tkd_arena_free(&a);
+    if (rc) {
+        fail_tk(r, rc, err);
+        return;
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "id", jid(id));
+    ok(r, o);
+}
+
+static bool read_tickable(req *r, tk_tickable_id *out)
+{
+    tkd_perr pe;
+    uint64_t v;
+    int rc = tkd_p_u64(r->params, "id", "", 1, UINT64_MAX, &v, &pe);
+    if (rc < 0) {
+        fail_p(r, &pe);
+        return false;
+    }
+    if (rc == 0) {
+        fail(r, -32602, "id: required");
+        return false;
+    }
+    tk_tickable_info info;
+    if (tk_tickable_get(r->d->world, v, &info) != 0) {
+        fail(r, -32001, "id: tickable %llu does not exist", (unsigned long long)v);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static void m_tickable_set(req *r)
+{
+    KEYS("id", "enabled", "when_paused", "tick_type");
+    tkd_perr pe;
+    tk_tickable_id id;
+    if (!read_tickable(r, &id))
+        return;
+    bool en, wp;
+    const char *tt;
+    int has_en, has_wp, has_tt;
+    READ(has_en = tkd_p_bool(r->params, "enabled", "", &en, &pe));
+    READ(has_wp = tkd_p_bool(r->params, "when_paused", "", &wp, &pe));
+    READ(has_tt = tkd_p_str(r->params, "tick_type", "", &tt, &pe));
+    tk_tickable_type type = TK_TICKABLE_CONDITIONAL;
+    if (has_tt && tk_tickable_type_parse(tt, &type) != 0) {
+        fail(r, -32602, "tick_type: must be always, conditional or never");
+        return;
+    }
+    if (has_en)
+        tk_tickable_set_enabled(r->d->world, id, en);
+    if (has_wp)
+        tk_tickable_set_when_paused(r->d->world, id, wp);
+    if (has_tt)
+        tk_tickable_set_type(r->d->world, id, type);
+    ok(r, json_object());
+}
+
+static void m_tickable_remove(req *r)
+{
+    KEYS("id");
+    tk_tickable_id id;
+    if (!read_tickable(r, &id))
+        return;
+    tk_tickable_remove(r->d->world, id);
+    ok(r, json_object());
+}
+
+static void put_prop(void *ud, const tks_prop_desc *d, const tks_value *v)
+{
+    json_object_set_new(ud, d->name, tkd_j_value(d, v));
+}
+
+static json_t *tickable_json(tkd *d, tk_tickable_id id)
+{
+    tk_tickable_info i;
+    if (tk_tickable_get(d->world, id, &i) != 0)
+        return NULL;
+    const tks_class *c = tks_tickable_class(d->sim, id);
+    json_t *o = json_object();
+    json_object_set_new(o, "id", jid(id));
+    json_object_set_new(o, "class", c ? json_string(tks_class_name(c)) : json_null());
+    json_object_set_new(o, "tick_type", json_string(tk_tickable_type_name(i.type)));
+    json_object_set_new(o, "enabled", json_boolean(i.enabled));
+    json_object_set_new(o, "when_paused", json_boolean(i.when_paused));
+    json_object_set_new(o, "ticks", jid(i.ticks));
+    json_object_set_new(o, "last_frame", i.ticks ? jid(i.last_frame) : json_null());
+    json_object_set_new(o, "accum_dt", json_real(i.accum_dt));
+    json_t *props = json_object();
+    tks_tickable_props(d->sim, id, put_prop, props);
+    json_object_set_new(o, "props", props);
+    return o;
+}
+
+static void m_tickable_get(req *r)
+{
+    KEYS("id");
+    tk_tickable_id id;
+    if (!read_tickable(r, &id))
+        return;
+    ok(r, tickable_json(r->d, id));
+}
+
+static void m_tickable_list(req *r)
+{
+    NOKEYS();
+    json_t *a = json_array();
+    uint64_t cur = 0;
+    tk_tickable_id id;
+    while (tk_tickable_next(r->d->world, &cur, &id)) {
+        json_t *t = tickable_json(r->d, id);
+        if (t)
+            json_array_append_new(a, t);
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "tickables", a);
+    ok(r, o);
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+static int read_topics(req *r, const char *key, unsigned *mask, bool required)
+{
+    json_t *a = json_object_get(r->params, key);
+    if (!a) {
+        if (required) {
+            fail(r, -32602, "%s: required", key);
+            return -1;
+        }
+        *mask = TKD_TOPIC_ALL;
+        return 0;
+    }
+    if (!json_is_array(a)) {
+        fail(r, -32602, "%s: must be an array of topic names", key);
+        return -1;
+    }
+    *mask = 0;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *v = json_array_get(a, i);
+        tkd_topic t;
+        if (!json_is_string(v) || tkd_topic_parse(json_string_value(v), &t) != 0) {
+            fail(r, -32602, "%s[%zu]: not a topic (frame, stats, overrun, slow_tick, log)", key, i);
+            return -1;
+        }
+        *mask |= TKD_TOPIC_BIT(t);
+    }
+    return 1;
+}
+
+static json_t *topics_json(unsigned mask)
+{
+    json_t *a = json_array();
+    for (unsigned t = 0; t < TKD_TOPIC_COUNT; t++)
+        if (mask & TKD_TOPIC_BIT(t))
+            json_array_append_new(a, json_string(tkd_topic_name((tkd_topic)t)));
+    return a;
+}
+
+static void m_events_subscribe(req *r)
+{
+    KEYS("topics");
+    unsigned mask;
+    if (read_topics(r, "topics", &mask, true) < 0)
+        return;
+    tkd_client *c = r->call ? tkd_call_client(r->call) : NULL;
+    if (!c) {
+        fail(r, -32002, "events need a connection to be sent on");
+        return;
+    }
+    unsigned now = tkd_server_subscribe(c, mask);
+    json_t *o = json_object();
+    json_object_set_new(o, "topics", topics_json(now));
+    json_object_set_new(o, "dropped", jid(tkd_client_dropped(c)));
+    ok(r, o);
+}
+
+static void m_events_unsubscribe(req *r)
+{
+    KEYS("topics");
+    unsigned mask;
+    if (read_topics(r, "topics", &mask, false) < 0)
+        return;
+    tkd_client *c = r->call ? tkd_call_client(r->call) : NULL;
+    if (!c) {
+        fail(r, -32002, "events need a connection to be sent on");
+        return;
+    }
+    unsigned now = tkd_server_unsubscribe(c, mask);
+    json_t *o = json_object();
+    json_object_set_new(o, "topics", topics_json(now));
+    ok(r, o);
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
+
+typedef struct method_entry {
+    const char *name;
+    void (*fn)(req *r);
+} method_entry;
+
+static const method_entry methods[] = {
+    {"engine.info", m_engine_info},
+    {"engine.stats", m_engine_stats},
+    {"engine.set_tick_rate", m_engine_set_tick_rate},
+    {"engine.sprint", m_engine_sprint},
+    {"engine.shutdown", m_engine_shutdown},
+    {"world.status", m_world_status},
+    {"world.pause", m_world_pause},
+    {"world.unpause", m_world_unpause},
+    {"world.step", m_world_step},
+    {"world.set_time_dilation", m_world_set_time_dilation},
+    {"world.trace", m_world_trace},
+    {"level.list", m_level_list},
+    {"level.add", m_level_add},
+    {"level.remove", m_level_remove},
+    {"entity.spawn", m_entity_spawn},
+    {"entity.destroy", m_entity_destroy},
+    {"entity.get", m_entity_get},
+    {"entity.list", m_entity_list},
+    {"entity.set_props", m_entity_set_props},
+    {"tick.set", m_tick_set},
+    {"tick.add_prerequisite", m_tick_add_prerequisite},
+    {"tick.remove_prerequisite", m_tick_remove_prerequisite},
+    {"tick.dump", m_tick_dump},
+    {"timer.set", m_timer_set},
+    {"timer.set_for_next_tick", m_timer_set_for_next_tick},
+    {"timer.clear", m_timer_clear},
+    {"timer.pause", m_timer_pause},
+    {"timer.unpause", m_timer_unpause},
+    {"timer.get", m_timer_get},
+    {"timer.list", m_timer_list},
+    {"tickable.add", m_tickable_add},
+    {"tickable.set", m_tickable_set},
+    {"tickable.remove", m_tickable_remove},
+    {"tickable.get", m_tickable_get},
+    {"tickable.list", m_tickable_list},
+    {"events.subscribe", m_events_subscribe},
+    {"events.unsubscribe", m_events_unsubscribe},
+};
+
+#define N_METHODS (sizeof methods / sizeof methods[0])
+
+const char *const *tkd_method_names(void)
+{
+    static const char *names[N_METHODS + 1];
+    if (!names[0])
+        for (size_t i = 0; i < N_METHODS; i++)
+            names[i] = methods[i].name;
+    return names;
+}
+
+bool tkd_method_exists(const char *name)
+{
+    for (size_t i = 0; name && i < N_METHODS; i++)
+        if (!strcmp(methods[i].name, name))
+            return true;
+    return false;
+}
+
+void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
+{
+    req r = {d, call, method, params, false};
+    for (size_t i = 0; i < N_METHODS; i++) {
+        if (!strcmp(methods[i].name, method)) {
+            methods[i].fn(&r);
+            if (!r.answered)
+                fail(&r, -32603, "internal error: %s did not answer", method);
+            return;
+        }
+    }
+    fail(&r, -32601, "method not found: %s", method);
+}
+
+/* ---- frame boundary: answered-later requests ------------------------------------------------ */
+
+static void sprint_done(tkd *d, tkd_waiter *w, uint64_t now)
+{
+    if (w->call) {
+        json_t *o = json_object();
+        json_object_set_new(o, "frames", jid(w->frames));
+        json_object_set_new(o, "seconds", json_real((double)(now - w->start_ns) / 1e9));
+        tk_mspt m;
+        tk_frame_stats_mspt(w->fs, now, 0, &m);
+        json_object_set_new(o, "mspt", mspt_json(&m));
+        tkd_call_reply(w->call, o);
+    }
+    (void)d;
+}
+
+void tkd_methods_post_frame(tkd *d, const tk_frame_info *f)
+{
+    /* Traces: this frame's ticks. */
+    if (d->traces) {
+        tkd_trace **pp = &d->traces;
+        while (*pp) {
+            tkd_trace *t = *pp;
+            json_t *fr = json_object();
+            json_object_set_new(fr, "frame", jid(f->frame));
+            json_object_set_new(fr, "ticks", t->ticks);
+            json_array_append_new(t->frames, fr);
+            t->ticks = json_array();
+            if (--t->frames_left == 0) {
+                *pp = t->next;
+                json_t *o = json_object();
+                json_object_set_new(o, "frames", t->frames);
+                if (t->call)
+                    tkd_call_reply(t->call, o);
+                else
+                    json_decref(o);
+                json_decref(t->ticks);
+                tk_free(t);
+                continue;
+            }
+            pp = &t->next;
+        }
+        if (!d->traces)
+            tk_world_set_trace(d->world, NULL, NULL);
+    }
+    /* Steps and sprints. */
+    uint64_t now = tk_clock_now_ns();
+    bool sprinting = false;
+    tkd_waiter **pp = &d->waiters;
+    while (*pp) {
+        tkd_waiter *w = *pp;
+        bool done = false;
+        if (w->kind == W_STEP) {
+            done = tk_world_steps_pending(d->world) <= w->steps_before;
+            if (done && w->call) {
+                json_t *o = json_object();
+                json_object_set_new(o, "frame", jid(f->frame + 1));
+                tkd_call_reply(w->call, o);
+            }
+        } else {
+            tk_frame_stats_add(w->fs, f->start_ns, f->work_ns);
+            if (--w->frames_left == 0) {
+                sprint_done(d, w, now);
+                done = true;
+            } else {
+                sprinting = true;
+            }
+        }
+        if (done) {
+            *pp = w->next;
+            tk_frame_stats_free(w->fs);
+            tk_free(w);
+            continue;
+        }
+        pp = &w->next;
+    }
+    if (d->sprinting && !sprinting) {
+        d->sprinting = false;
+        tk_engine_set_unpaced(d->engine, false);
+    }
+}
+
+void tkd_methods_shutdown(tkd *d)
+{
+    while (d->traces) {
+        tkd_trace *t = d->traces;
+        d->traces = t->next;
+        if (t->call)
+            tkd_call_error(t->call, -32004, NULL, "shutting down before the trace completed");
+        json_decref(t->frames);
+        json_decref(t->ticks);
+        tk_free(t);
+    }
+    tk_world_set_trace(d->world, NULL, NULL);
+    while (d->waiters) {
+        tkd_waiter *w = d->waiters;
+        d->waiters = w->next;
+        if (w->call)
+            tkd_call_error(w->call, -32004, NULL, "shutting down before %s completed",
+                           w->kind == W_STEP ? "world.step" : "engine.sprint");
+        tk_frame_stats_free(w->fs);
+        tk_free(w);
+    }
+}

@@ -1,0 +1,1065 @@
+/*
+ * sim.c - entities, components, props, spawns and destroys over libtickd
+ * (the contract is in sim.h).
+ *
+ * Storage: entities are individually allocated records (obj header, id,
+ * components, life-span timer, level, dilation, then the class state), found
+ * by id through a table of 4096-id chunks; a chunk is freed when every id in
+ * it is dead, so churn does not grow memory.  Ids come from a counter that
+ * only grows.
+ *
+ * Every mutating call validates the whole request first, then applies it;
+ * applying cannot fail except by running out of memory, which aborts
+ * (tk_malloc's policy).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+/* Internal invariants of the sim (validated requests cannot fail to apply). */
+#define TK_ALWAYS_SIM(x)                                                       \
+    do {                                                                       \
+        if (!(x)) {                                                            \
+            tk_log_error("sim invariant failed: %s (%s:%d)", #x, __FILE__, __LINE__); \
+            abort();                                                           \
+        }                                                                      \
+    } while (0)
+
+#define CHUNK_BITS 12
+#define CHUNK (1u << CHUNK_BITS)
+#define MAX_NESTING 8
+
+typedef struct idchunk {
+    tks_entity *e[CHUNK];
+    uint32_t live;
+} idchunk;
+
+struct tks_sim {
+    tk_engine_t *engine;
+    tk_world_t *w;
+    tks_class *classes;
+    size_t n_classes;
+    idchunk **chunks;          /* by id >> CHUNK_BITS */
+    size_t n_chunks;
+    tks_id next_id;            /* next id to give (ids start at 1) */
+    uint64_t live;
+    uint64_t max_entities;
+    uint64_t *level_counts;    /* by level slot */
+    size_t n_level_counts;
+    struct { tks_id id; tk_tick_spec spec; } *nospec; /* actors never registered */
+    size_t n_nospec, cap_nospec;
+    void (*on_destroy)(void *ud, tks_id id);
+    void *on_destroy_ud;
+    uint64_t spawn_failures;
+    uint64_t last_failure_log_frame;
+};
+
+/* ---- requests -------------------------------------------------------------- */
+
+void tks_spawn_req_init(tks_spawn_req *r)
+{
+    memset(r, 0, sizeof *r);
+    r->count = 1;
+    tk_tick_spec_default(&r->tick);
+    r->dilation = 1.0;
+}
+
+static char *dupstr(const char *s) { return s ? tk_strdup(s) : NULL; }
+
+static void clone_props(tks_prop_kv **out, const tks_prop_kv *in, size_t n);
+
+static void clone_value(tks_value *dst, const tks_value *src)
+{
+    *dst = *src;
+    if (src->type == TKS_V_STRING)
+        dst->str = dupstr(src->str);
+    if (src->type == TKS_V_IDS && src->n_ids) {
+        tks_id *ids = tk_malloc(src->n_ids * sizeof *ids);
+        memcpy(ids, src->ids, src->n_ids * sizeof *ids);
+        dst->ids = ids;
+    }
+    if (src->type == TKS_V_SPAWN && src->spawn)
+        dst->spawn = tks_spawn_req_clone(src->spawn);
+}
+
+static void clone_props(tks_prop_kv **out, const tks_prop_kv *in, size_t n)
+{
+    *out = NULL;
+    if (!n)
+        return;
+    tks_prop_kv *kv = tk_calloc(n, sizeof *kv);
+    for (size_t i = 0; i < n; i++) {
+        kv[i].key = dupstr(in[i].key);
+        clone_value(&kv[i].v, &in[i].v);
+    }
+    *out = kv;
+}
+
+static void free_props(tks_prop_kv *kv, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        tk_free((char *)kv[i].key);
+        if (kv[i].v.type == TKS_V_STRING)
+            tk_free((char *)kv[i].v.str);
+        if (kv[i].v.type == TKS_V_IDS)
+            tk_free((tks_id *)kv[i].v.ids);
+        if (kv[i].v.type == TKS_V_SPAWN && kv[i].v.spawn)
+            tks_spawn_req_free((tks_spawn_req *)kv[i].v.spawn);
+    }
+    tk_free(kv);
+}
+
+tks_spawn_req *tks_spawn_req_clone(const tks_spawn_req *r)
+{
+    tks_spawn_req *c = tk_malloc(sizeof *c);
+    *c = *r;
+    c->cls = dupstr(r->cls);
+    c->level = dupstr(r->level);
+    if (r->n_prereqs) {
+        c->prereqs = tk_malloc(r->n_prereqs * sizeof *c->prereqs);
+        memcpy(c->prereqs, r->prereqs, r->n_prereqs * sizeof *c->prereqs);
+    } else {
+        c->prereqs = NULL;
+    }
+    clone_props(&c->props, r->props, r->n_props);
+    if (r->n_components) {
+        c->components = tk_calloc(r->n_components, sizeof *c->components);
+        for (size_t i = 0; i < r->n_components; i++) {
+            c->components[i] = r->components[i];
+            c->components[i].cls = dupstr(r->components[i].cls);
+            clone_props(&c->components[i].props, r->components[i].props,
+                        r->components[i].n_props);
+        }
+    } else {
+        c->components = NULL;
+    }
+    return c;
+}
+
+void tks_spawn_req_free(tks_spawn_req *r)
+{
+    if (!r)
+        return;
+    tk_free((char *)r->cls);
+    tk_free((char *)r->level);
+    tk_free(r->prereqs);
+    free_props(r->props, r->n_props);
+    for (size_t i = 0; i < r->n_components; i++) {
+        tk_free((char *)r->components[i].cls);
+        free_props(r->components[i].props, r->components[i].n_props);
+    }
+    tk_free(r->components);
+    tk_free(r);
+}
+
+/* ---- the sim --------------------------------------------------------------- */
+
+static void tickable_tick(void *ud, float dt, tk_world_t *w);
+
+/* Log lines name tick functions by entity. */
+static void tick_namer(void *ud, tk_tick_id id, void *target, char *buf, size_t len)
+{
+    (void)ud;
+    (void)id;
+    const tks_obj *o = target;
+    if (!o || !o->owner)
+        snprintf(buf, len, "tickable [%s]", o ? o->cls->name : "?");
+    else if (o->comp >= 0)
+        snprintf(buf, len, "entity %llu component %d [%s]", (unsigned long long)o->owner->id,
+                 o->comp, o->cls->name);
+    else
+        snprintf(buf, len, "entity %llu [%s]", (unsigned long long)o->owner->id, o->cls->name);
+}
+
+tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg)
+{
+    tks_sim *s = tk_calloc(1, sizeof *s);
+    s->engine = engine;
+    s->w = tk_engine_world(engine);
+    s->next_id = 1;
+    s->max_entities = cfg && cfg->max_entities ? cfg->max_entities : UINT64_MAX;
+    tk_world_set_user(s->w, s);
+    tk_world_set_tick_namer(s->w, tick_namer, s);
+    s->classes = tk_calloc(tks_n_builtin_classes, sizeof *s->classes);
+    for (size_t i = 0; i < tks_n_builtin_classes; i++) {
+        s->classes[i] = tks_builtin_classes[i];
+        tk_tick_class_desc d = {s->classes[i].name, s->classes[i].tick, s->classes[i].tick_batch};
+        int rc = tk_tick_class_register(s->w, &d, &s->classes[i].tick_cls);
+        if (rc != 0) {
+            tk_log_error("cannot register class %s: %s", d.name, tk_world_last_error(s->w));
+            abort();
+        }
+    }
+    s->n_classes = tks_n_builtin_classes;
+    return s;
+}
+
+static void free_entity_mem(tks_sim *s, tks_entity *e);
+
+void tks_free(tks_sim *s)
+{
+    if (!s)
+        return;
+    for (size_t c = 0; c < s->n_chunks; c++) {
+        idchunk *ch = s->chunks[c];
+        if (!ch)
+            continue;
+        for (size_t i = 0; i < CHUNK; i++)
+            if (ch->e[i])
+                free_entity_mem(s, ch->e[i]);
+        tk_free(ch);
+    }
+    tk_free(s->chunks);
+    tk_free(s->nospec);
+    tk_free(s->level_counts);
+    tk_free(s->classes);
+    tk_world_set_user(s->w, NULL);
+    tk_free(s);
+}
+
+void tks_set_max_entities(tks_sim *s, uint64_t max) { s->max_entities = max ? max : UINT64_MAX; }
+tk_engine_t *tks_engine(const tks_sim *s) { return s->engine; }
+tk_world_t *tks_world(const tks_sim *s) { return s->w; }
+void tks_set_on_destroy(tks_sim *s, void (*fn)(void *, tks_id), void *ud)
+{
+    s->on_destroy = fn;
+    s->on_destroy_ud = ud;
+}
+uint64_t tks_entity_count(const tks_sim *s) { return s->live; }
+tks_id tks_next_id(const tks_sim *s) { return s->next_id; }
+void tks_set_next_id(tks_sim *s, tks_id next)
+{
+    if (next > s->next_id)
+        s->next_id = next;
+}
+
+/* ---- classes ---------------------------------------------------------------- */
+
+size_t tks_class_count(const tks_sim *s) { return s->n_classes; }
+const tks_class *tks_class_at(const tks_sim *s, size_t i)
+{
+    return i < s->n_classes ? &s->classes[i] : NULL;
+}
+const tks_class *tks_class_find(const tks_sim *s, const char *name)
+{
+    for (size_t i = 0; name && i < s->n_classes; i++)
+        if (strcmp(s->classes[i].name, name) == 0)
+            return &s->classes[i];
+    return NULL;
+}
+const char *tks_class_name(const tks_class *c) { return c->name; }
+size_t tks_class_props(const tks_class *c, const tks_prop_desc **out)
+{
+    *out = c->props;
+    return c->n_props;
+}
+void tks_class_info_get(const tks_class *c, tks_class_info *out)
+{
+    out->name = c->name;
+    out->batch = c->tick_batch != NULL;
+}
+
+/* ---- ids ---------------------------------------------------------------------- */
+
+tks_entity *tks__entity(tks_sim *s, tks_id id)
+{
+    size_t c = (size_t)(id >> CHUNK_BITS);
+    if (id == 0 || c >= s->n_chunks || !s->chunks[c])
+        return NULL;
+    return s->chunks[c]->e[id & (CHUNK - 1)];
+}
+
+const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
+{
+    return tks__entity((tks_sim *)s, id);
+}
+
+static void id_put(tks_sim *s, tks_id id, tks_entity *e)
+{
+    size_t c = (size_t)(id >> CHUNK_BITS);
+    if (c >= s->n_chunks) {
+        size_t n = s->n_chunks ? s->n_chunks : 16;
+        while (n <= c)
+            n *= 2;
+        s->chunks = tk_realloc(s->chunks, n * sizeof *s->chunks);
+        memset(s->chunks + s->n_chunks, 0, (n - s->n_chunks) * sizeof *s->chunks);
+        s->n_chunks = n;
+    }
+    if (!s->chunks[c])
+        s->chunks[c] = tk_calloc(1, sizeof(idchunk));
+    s->chunks[c]->e[id & (CHUNK - 1)] = e;
+    s->chunks[c]->live++;
+}
+
+static void id_drop(tks_sim *s, tks_id id)
+{
+    size_t c = (size_t)(id >> CHUNK_BITS);
+    idchunk *ch = s->chunks[c];
+    ch->e[id & (CHUNK - 1)] = NULL;
+    /* A chunk whose ids are all given out and dead will never be used again. */
+    if (--ch->live == 0 && ((tks_id)(c + 1) << CHUNK_BITS) <= s->next_id) {
+        tk_free(ch);
+        s->chunks[c] = NULL;
+    }
+}
+
+static uint64_t *level_count(tks_sim *s, tk_level_id level)
+{
+    size_t i = level & 0xffffu;
+    if (i >= s->n_level_counts) {
+        size_t n = i + 16;
+        s->level_counts = tk_realloc(s->level_counts, n * sizeof *s->level_counts);
+        memset(s->level_counts + s->n_level_counts, 0,
+               (n - s->n_level_counts) * sizeof *s->level_counts);
+        s->n_level_counts = n;
+    }
+    return &s->level_counts[i];
+}
+
+uint64_t tks_level_entities(const tks_sim *s, tk_level_id level)
+{
+    size_t i = level & 0xffffu;
+    return i < s->n_level_counts ? s->level_counts[i] : 0;
+}
+
+/* ---- validation ------------------------------------------------------------------ */
+
+static int errf(char err[TKS_ERR_MAX], int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int errf(char err[TKS_ERR_MAX], int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, TKS_ERR_MAX, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static const tks_prop_desc *find_prop(const tks_class *c, const char *key)
+{
+    for (size_t i = 0; i < c->n_props; i++)
+        if (strcmp(c->props[i].name, key) == 0)
+            return &c->props[i];
+    return NULL;
+}
+
+static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int depth,
+                       uint64_t *total, char err[TKS_ERR_MAX]);
+
+/* Check one prop value against its declaration. `path` names the props object. */
+static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, const char *path,
+                      int depth, char err[TKS_ERR_MAX])
+{
+    const tks_prop_desc *d = find_prop(c, kv->key);
+    if (!d)
+        return errf(err, TK_EINVAL, "%s.%s: class '%s' has no prop '%s'", path, kv->key, c->name,
+                    kv->key);
+    const tks_value *v = &kv->v;
+    switch (d->type) {
+    case TKS_PROP_NUMBER:
+        if (v->type != TKS_V_NUMBER || !isfinite(v->num))
+            return errf(err, TK_EINVAL, "%s.%s: must be a number", path, d->name);
+        if (v->num < d->min || v->num > d->max)
+            return errf(err, TK_EINVAL, "%s.%s: must be in [%g, %g]", path, d->name, d->min,
+                        d->max);
+        return 0;
+    case TKS_PROP_COUNT:
+        if (v->type != TKS_V_NUMBER || v->num != floor(v->num) || !isfinite(v->num))
+            return errf(err, TK_EINVAL, "%s.%s: must be an integer", path, d->name);
+        if (v->num < d->min || v->num > d->max)
+            return errf(err, TK_EINVAL, "%s.%s: must be in [%g, %g]", path, d->name, d->min,
+                        d->max);
+        return 0;
+    case TKS_PROP_ID:
+        if (v->type != TKS_V_NUMBER || v->num != floor(v->num) || v->num < 1 || v->num > 9e15)
+            return errf(err, TK_EINVAL, "%s.%s: must be an entity id", path, d->name);
+        if (!tks__entity(s, (tks_id)v->num))
+            return errf(err, TK_ENOENT, "%s.%s: entity %.0f does not exist", path, d->name,
+                        v->num);
+        return 0;
+    case TKS_PROP_SPAWN:
+        if (v->type != TKS_V_SPAWN)
+            return errf(err, TK_EINVAL, "%s.%s: must be entity.spawn params or \"self\"", path,
+                        d->name);
+        if (v->self)
+            return 0;
+        if (depth >= MAX_NESTING)
+            return errf(err, TK_EINVAL, "%s.%s: spawn templates nested too deep (max %d)", path,
+                        d->name, MAX_NESTING);
+        {
+            char sub[160];
+            snprintf(sub, sizeof sub, "%s.%s", path, d->name);
+            uint64_t dummy = 0;
+            int rc = check_spawn(s, v->spawn, sub, depth + 1, &dummy, err);
+            /* A template's limit is checked when it spawns, not now. */
+            if (rc == TK_ELIMIT)
+                rc = 0;
+            return rc;
+        }
+    }
+    return errf(err, TK_EINVAL, "%s.%s: unsupported prop type", path, d->name);
+}
+
+static int check_props(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, size_t n,
+                       const char *path, int depth, char err[TKS_ERR_MAX])
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(kv[i].key, kv[j].key) == 0)
+                return errf(err, TK_EINVAL, "%s.%s: given twice", path, kv[i].key);
+        int rc = check_prop(s, c, &kv[i], path, depth, err);
+        if (rc)
+            return rc;
+    }
+    for (size_t i = 0; i < c->n_props; i++) {
+        if (!c->props[i].required)
+            continue;
+        bool found = false;
+        for (size_t j = 0; j < n && !found; j++)
+            found = strcmp(kv[j].key, c->props[i].name) == 0;
+        if (!found)
+            return errf(err, TK_EINVAL, "%s.%s: required by class '%s'", path, c->props[i].name,
+                        c->name);
+    }
+    return 0;
+}
+
+static int check_spec(const tk_tick_spec *spec, const char *path, char err[TKS_ERR_MAX])
+{
+    const char *why;
+    if (tk_tick_spec_check(spec, &why))
+        return errf(err, TK_EINVAL, "%s: %s", path, why);
+    if (spec->interval < 0)
+        return errf(err, TK_EINVAL, "%s.interval: must be >= 0", path);
+    return 0;
+}
+
+static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int depth,
+                       uint64_t *total, char err[TKS_ERR_MAX])
+{
+    char sub[200];
+    const char *p = path[0] ? path : "";
+    const char *dot = path[0] ? "." : "";
+    const tks_class *c = tks_class_find(s, r->cls);
+    if (!r->cls)
+        return errf(err, TK_EINVAL, "%s%sclass: required", p, dot);
+    if (!c)
+        return errf(err, TK_EINVAL, "%s%sclass: unknown class '%s'", p, dot, r->cls);
+    if (r->level) {
+        tk_level_id l;
+        if (tk_level_find(s->w, r->level, &l) != 0)
+            return errf(err, TK_ENOENT, "%s%slevel: level '%s' does not exist", p, dot, r->level);
+    }
+    if (r->count < 1 || r->count > TKS_MAX_SPAWN)
+        return errf(err, TK_EINVAL, "%s%scount: must be in [1, %d]", p, dot, TKS_MAX_SPAWN);
+    snprintf(sub, sizeof sub, "%s%stick", p, dot);
+    int rc = check_spec(&r->tick, sub, err);
+    if (rc)
+        return rc;
+    if (!(isfinite(r->dilation) && r->dilation > 0 && r->dilation <= 1e6))
+        return errf(err, TK_EINVAL, "%s%stime_dilation: must be a number > 0", p, dot);
+    if (!(isfinite(r->life_span) && r->life_span >= 0))
+        return errf(err, TK_EINVAL, "%s%slife_span: must be a number >= 0", p, dot);
+    if (r->n_components > TKS_MAX_COMPONENTS)
+        return errf(err, TK_EINVAL, "%s%scomponents: at most %d", p, dot, TKS_MAX_COMPONENTS);
+    for (size_t i = 0; i < r->n_components; i++) {
+        const tks_component_req *cr = &r->components[i];
+        const tks_class *cc = tks_class_find(s, cr->cls);
+        if (!cr->cls)
+            return errf(err, TK_EINVAL, "%s%scomponents[%zu].class: required", p, dot, i);
+        if (!cc)
+            return errf(err, TK_EINVAL, "%s%scomponents[%zu].class: unknown class '%s'", p, dot,
+                        i, cr->cls);
+        snprintf(sub, sizeof sub, "%s%scomponents[%zu].tick", p, dot, i);
+        if ((rc = check_spec(&cr->tick, sub, err)))
+            return rc;
+        snprintf(sub, sizeof sub, "%s%scomponents[%zu].props", p, dot, i);
+        if ((rc = check_props(s, cc, cr->props, cr->n_props, sub, depth, err)))
+            return rc;
+    }
+    for (size_t i = 0; i < r->n_prereqs; i++)
+        if (!tks__entity(s, r->prereqs[i]))
+            return errf(err, TK_ENOENT, "%s%sprerequisites[%zu]: entity %llu does not exist", p,
+                        dot, i, (unsigned long long)r->prereqs[i]);
+    snprintf(sub, sizeof sub, "%s%sprops", p, dot);
+    if ((rc = check_props(s, c, r->props, r->n_props, sub, depth, err)))
+        return rc;
+    *total += r->count;
+    if (s->live + *total > s->max_entities)
+        return errf(err, TK_ELIMIT, "%s%scount: would exceed world.max_entities (%llu live, max %llu)",
+                    p, dot, (unsigned long long)s->live, (unsigned long long)s->max_entities);
+    return 0;
+}
+
+/* ---- creating objects -------------------------------------------------------------- */
+
+static void set_default_props(const tks_class *c, void *state)
+{
+    for (size_t i = 0; i < c->n_props; i++) {
+        const tks_prop_desc *d = &c->props[i];
+        unsigned char *f = (unsigned char *)state + d->offset;
+        switch (d->type) {
+        case TKS_PROP_NUMBER:
+            *(double *)f = d->def;
+            break;
+        case TKS_PROP_COUNT:
+        case TKS_PROP_ID:
+            *(uint64_t *)f = (uint64_t)d->def;
+            break;
+        case TKS_PROP_SPAWN:
+            memset(f, 0, sizeof(tks_spawn_req *) + sizeof(bool));
+            break;
+        }
+    }
+}
+
+/* Apply validated props. Spawn templates are cloned (the old one freed). */
+static void apply_props(const tks_class *c, void *state, const tks_prop_kv *kv, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tks_prop_desc *d = find_prop(c, kv[i].key);
+        unsigned char *f = (unsigned char *)state + d->offset;
+        switch (d->type) {
+        case TKS_PROP_NUMBER:
+            *(double *)f = kv[i].v.num;
+            break;
+        case TKS_PROP_COUNT:
+        case TKS_PROP_ID:
+            *(uint64_t *)f = (uint64_t)kv[i].v.num;
+            break;
+        case TKS_PROP_SPAWN: {
+            tks_spawn_req **tp = (tks_spawn_req **)f;
+            bool *self = (bool *)(f + sizeof(tks_spawn_req *));
+            tks_spawn_req_free(*tp);
+            *tp = kv[i].v.self ? NULL : tks_spawn_req_clone(kv[i].v.spawn);
+            *self = kv[i].v.self;
+            break;
+        }
+        }
+    }
+}
+
+static void free_state_props(const tks_class *c, void *state)
+{
+    for (size_t i = 0; i < c->n_props; i++) {
+        const tks_prop_desc *d = &c->props[i];
+        if (d->type == TKS_PROP_SPAWN) {
+            tks_spawn_req **tp = (tks_spawn_req **)((unsigned char *)state + d->offset);
+            tks_spawn_req_free(*tp);
+            *tp = NULL;
+        }
+    }
+}
+
+static void obj_fini(tks_sim *s, tks_obj *o)
+{
+    if (o->cls->fini)
+        o->cls->fini(s, o);
+    free_state_props(o->cls, tks_obj_state(o));
+}
+
+static void free_entity_mem(tks_sim *s, tks_entity *e)
+{
+    for (uint16_t i = 0; i < e->n_comps; i++) {
+        obj_fini(s, &e->comps[i]->obj);
+        tk_free(e->comps[i]);
+    }
+    tk_free(e->comps);
+    obj_fini(s, &e->obj);
+    tk_free(e);
+}
+
+static tk_tick_id register_tick(tks_sim *s, tks_obj *o, tk_level_id level,
+                                const tk_tick_spec *spec, float dilation, const tk_tick_id *pre,
+                                size_t npre)
+{
+    tk_tick_desc d = {0};
+    d.cls = o->cls->tick_cls;
+    d.target = o;
+    d.level = level;
+    d.spec = *spec;
+    d.dilation = dilation;
+    d.prerequisites = pre;
+    d.n_prerequisites = npre;
+    tk_tick_id id = TK_TICK_NONE;
+    int rc = tk_tick_register(s->w, &d, &id);
+    TK_ALWAYS_SIM(rc == 0);
+    return id;
+}
+
+static void life_expired(void *ud, tk_timer_handle h, tk_world_t *w)
+{
+    (void)h;
+    tks_sim *s = tks_of_world(w);
+    tks_id id = (tks_id)(uintptr_t)ud;
+    char err[TKS_ERR_MAX];
+    size_t n;
+    if (tks__entity(s, id))
+        tks_destroy(s, &id, 1, &n, err);
+}
+
+int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ERR_MAX])
+{
+    uint64_t total = 0;
+    int rc = check_spawn(s, r, "", 0, &total, err);
+    if (rc)
+        return rc;
+    const tks_class *c = tks_class_find(s, r->cls);
+    tk_level_id level = TK_LEVEL_PERSISTENT;
+    if (r->level)
+        tk_level_find(s->w, r->level, &level);
+    const tks_class *ccls[TKS_MAX_COMPONENTS];
+    for (size_t i = 0; i < r->n_components; i++)
+        ccls[i] = tks_class_find(s, r->components[i].cls);
+    /* Prerequisite tick functions: the actor ticks of the named entities. */
+    tk_tick_id *pre = NULL;
+    size_t npre = 0;
+    if (r->n_prereqs) {
+        pre = tk_malloc(r->n_prereqs * sizeof *pre);
+        for (size_t i = 0; i < r->n_prereqs; i++) {
+            tks_entity *pe = tks__entity(s, r->prereqs[i]);
+            if (pe->obj.tick != TK_TICK_NONE)
+                pre[npre++] = pe->obj.tick;
+        }
+    }
+    float dil = (float)r->dilation;
+    *first = s->next_id;
+    for (uint64_t k = 0; k < r->count; k++) {
+        tks_id id = s->next_id++;
+        tks_entity *e = tk_calloc(1, sizeof *e + c->state_size);
+        e->obj.cls = c;
+        e->obj.owner = e;
+        e->obj.comp = -1;
+        e->id = id;
+        e->level = level;
+        e->dilation = dil;
+        set_default_props(c, e->state);
+        apply_props(c, e->state, r->props, r->n_props);
+        id_put(s, id, e);
+        s->live++;
+        (*level_count(s, level))++;
+        if (r->n_components) {
+            e->comps = tk_calloc(r->n_components, sizeof *e->comps);
+            for (size_t i = 0; i < r->n_components; i++) {
+                tks_comp *cp = tk_calloc(1, sizeof *cp + ccls[i]->state_size);
+                cp->obj.cls = ccls[i];
+                cp->obj.owner = e;
+                cp->obj.comp = (int16_t)i;
+                set_default_props(ccls[i], cp->state);
+                apply_props(ccls[i], cp->state, r->components[i].props,
+                            r->components[i].n_props);
+                e->comps[i] = cp;
+            }
+            e->n_comps = (uint16_t)r->n_components;
+        }
+        /* Tick functions: the actor's, then the components'. */
+        if (r->tick.on_dedicated_server)
+            e->obj.tick = register_tick(s, &e->obj, level, &r->tick, dil, pre, npre);
+        else
+            e->obj.flags |= TKS_OBJ_NOTICK;
+        for (size_t i = 0; i < r->n_components; i++) {
+            tks_comp *cp = e->comps[i];
+            if (r->components[i].tick.on_dedicated_server) {
+                cp->obj.tick = register_tick(s, &cp->obj, level, &r->components[i].tick, dil,
+                                             NULL, 0);
+            } else {
+                cp->obj.flags |= TKS_OBJ_NOTICK;
+                cp->spec_kept = r->components[i].tick;
+            }
+        }
+        if (!r->tick.on_dedicated_server) {
+            /* Never registered: keep the spec aside for reports. */
+            if (s->n_nospec == s->cap_nospec) {
+                s->cap_nospec = s->cap_nospec ? s->cap_nospec * 2 : 8;
+                s->nospec = tk_realloc(s->nospec, s->cap_nospec * sizeof *s->nospec);
+            }
+            s->nospec[s->n_nospec].id = id;
+            s->nospec[s->n_nospec].spec = r->tick;
+            s->n_nospec++;
+        }
+        /* Class hooks (a follower links itself to its target). */
+        char ierr[TKS_ERR_MAX];
+        if (c->init && c->init(s, &e->obj, ierr))
+            tk_log_warn("entity %llu: %s", (unsigned long long)id, ierr);
+        for (size_t i = 0; i < r->n_components; i++)
+            if (ccls[i]->init && ccls[i]->init(s, &e->comps[i]->obj, ierr))
+                tk_log_warn("entity %llu component %zu: %s", (unsigned long long)id, i, ierr);
+        if (r->life_span > 0) {
+            tk_timer_desc td = {0};
+            td.rate = r->life_span;
+            td.first_delay = -1;
+            td.fn = life_expired;
+            td.ud = (void *)(uintptr_t)id;
+            td.owner = id;
+            rc = tk_timer_set(s->w, &td, &e->life);
+            TK_ALWAYS_SIM(rc == 0);
+        }
+    }
+    tk_free(pre);
+    return 0;
+}
+
+/* ---- destroy ------------------------------------------------------------------ */
+
+static void destroy_one(tks_sim *s, tks_entity *e)
+{
+    tks_id id = e->id;
+    if (e->obj.tick != TK_TICK_NONE)
+        tk_tick_unregister(s->w, e->obj.tick);
+    for (uint16_t i = 0; i < e->n_comps; i++)
+        if (e->comps[i]->obj.tick != TK_TICK_NONE)
+            tk_tick_unregister(s->w, e->comps[i]->obj.tick);
+    tk_timer_clear_owner(s->w, id);
+    if (e->obj.flags & TKS_OBJ_NOTICK) {
+        for (size_t i = 0; i < s->n_nospec; i++) {
+            if (s->nospec[i].id == id) {
+                s->nospec[i] = s->nospec[--s->n_nospec];
+                break;
+            }
+        }
+    }
+    (*level_count(s, e->level))--;
+    s->live--;
+    id_drop(s, id);
+    free_entity_mem(s, e);
+    if (s->on_destroy)
+        s->on_destroy(s->on_destroy_ud, id);
+}
+
+int tks_destroy(tks_sim *s, const tks_id *ids, size_t n, size_t *destroyed, char err[TKS_ERR_MAX])
+{
+    *destroyed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!tks__entity(s, ids[i]))
+            return errf(err, TK_ENOENT, "ids[%zu]: entity %llu does not exist", i,
+                        (unsigned long long)ids[i]);
+    for (size_t i = 0; i < n; i++) {
+        tks_entity *e = tks__entity(s, ids[i]);
+        if (!e) /* a duplicate in the list */
+            continue;
+        destroy_one(s, e);
+        (*destroyed)++;
+    }
+    return 0;
+}
+
+/* ---- levels --------------------------------------------------------------------- */
+
+int tks_level_add(tks_sim *s, const char *name, char err[TKS_ERR_MAX])
+{
+    int rc = tk_level_add(s->w, name, NULL);
+    if (rc)
+        return errf(err, rc, "name: %s", tk_world_last_error(s->w));
+    return 0;
+}
+
+int tks_level_remove(tks_sim *s, const char *name, char err[TKS_ERR_MAX])
+{
+    tk_level_id l;
+    if (!name || tk_level_find(s->w, name, &l) != 0)
+        return errf(err, TK_ENOENT, "name: level '%s' does not exist", name ? name : "");
+    if (l == TK_LEVEL_PERSISTENT)
+        return errf(err, TK_ESTATE, "name: the persistent level cannot be removed");
+    for (size_t c = 0; c < s->n_chunks && tks_level_entities(s, l); c++) {
+        idchunk *ch = s->chunks[c];
+        if (!ch)
+            continue;
+        for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
+            tks_entity *e = s->chunks[c]->e[i];
+            if (e && e->level == l)
+                destroy_one(s, e);
+        }
+    }
+    int rc = tk_level_remove(s->w, l);
+    if (rc)
+        return errf(err, rc, "name: %s", tk_world_last_error(s->w));
+    return 0;
+}
+
+/* ---- entity accessors ---------------------------------------------------------------- */
+
+tks_id tks_entity_id(const tks_entity *e) { return e->id; }
+const tks_class *tks_entity_class(const tks_entity *e) { return e->obj.cls; }
+tk_level_id tks_entity_level(const tks_entity *e) { return e->level; }
+float tks_entity_dilation(const tks_entity *e) { return e->dilation; }
+size_t tks_entity_component_count(const tks_entity *e) { return e->n_comps; }
+const tks_class *tks_entity_component_class(const tks_entity *e, size_t i)
+{
+    return i < e->n_comps ? e->comps[i]->obj.cls : NULL;
+}
+
+double tks_entity_life_remaining(const tks_sim *s, const tks_entity *e)
+{
+    tk_timer_info ti;
+    if (!e->life || tk_timer_get(s->w, e->life, &ti) != 0)
+        return -1;
+    return ti.remaining;
+}
+
+tk_tick_id tks_entity_tick(const tks_entity *e, int comp)
+{
+    if (comp < 0)
+        return e->obj.tick;
+    if ((size_t)comp >= e->n_comps)
+        return TK_TICK_NONE;
+    return e->comps[comp]->obj.tick;
+}
+
+const tk_tick_spec *tks_entity_tick_spec(const tks_sim *s, const tks_entity *e, int comp)
+{
+    if (comp >= 0)
+        return (size_t)comp < e->n_comps && (e->comps[comp]->obj.flags & TKS_OBJ_NOTICK)
+                   ? &e->comps[comp]->spec_kept
+                   : NULL;
+    if (!(e->obj.flags & TKS_OBJ_NOTICK))
+        return NULL;
+    for (size_t i = 0; i < s->n_nospec; i++)
+        if (s->nospec[i].id == e->id)
+            return &s->nospec[i].spec;
+    return NULL;
+}
+
+static void visit_props(const tks_class *c, const void *state, tks_prop_visit_fn fn, void *ud)
+{
+    for (size_t i = 0; i < c->n_props; i++) {
+        const tks_prop_desc *d = &c->props[i];
+        const unsigned char *f = (const unsigned char *)state + d->offset;
+        tks_value v;
+        memset(&v, 0, sizeof v);
+        switch (d->type) {
+        case TKS_PROP_NUMBER:
+            v.type = TKS_V_NUMBER;
+            v.num = *(const double *)f;
+            break;
+        case TKS_PROP_COUNT:
+        case TKS_PROP_ID:
+            v.type = TKS_V_NUMBER;
+            v.num = (double)*(const uint64_t *)f;
+            break;
+        case TKS_PROP_SPAWN:
+            v.type = TKS_V_SPAWN;
+            v.spawn = *(tks_spawn_req *const *)f;
+            v.self = *(const bool *)(f + sizeof(tks_spawn_req *));
+            break;
+        }
+        fn(ud, d, &v);
+    }
+}
+
+void tks_entity_props(const tks_sim *s, const tks_entity *e, int comp, tks_prop_visit_fn fn,
+                      void *ud)
+{
+    (void)s;
+    tks_obj *o = comp < 0 ? (tks_obj *)&e->obj : &e->comps[comp]->obj;
+    visit_props(o->cls, tks_obj_state(o), fn, ud);
+}
+
+int tks_entity_set_props(tks_sim *s, tks_id id, const tks_prop_kv *kv, size_t n,
+                         char err[TKS_ERR_MAX])
+{
+    tks_entity *e = tks__entity(s, id);
+    if (!e)
+        return errf(err, TK_ENOENT, "id: entity %llu does not exist", (unsigned long long)id);
+    const tks_class *c = e->obj.cls;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(kv[i].key, kv[j].key) == 0)
+                return errf(err, TK_EINVAL, "props.%s: given twice", kv[i].key);
+        int rc = check_prop(s, c, &kv[i], "props", 0, err);
+        if (rc)
+            return rc;
+    }
+    unsigned char *old = NULL;
+    if (c->props_changed && c->state_size) {
+        old = tk_malloc(c->state_size);
+        memcpy(old, e->state, c->state_size);
+    }
+    apply_props(c, e->state, kv, n);
+    if (c->props_changed)
+        c->props_changed(s, &e->obj, old);
+    tk_free(old);
+    return 0;
+}
+
+uint64_t tks_entity_list(const tks_sim *s, tk_level_id level, const tks_class *cls,
+                         uint64_t offset, uint64_t limit,
+                         void (*fn)(void *ud, const tks_entity *e), void *ud)
+{
+    uint64_t total = 0;
+    bool unfiltered = level == TK_LEVEL_NONE && !cls;
+    for (size_t c = 0; c < s->n_chunks; c++) {
+        const idchunk *ch = s->chunks[c];
+        if (!ch)
+            continue;
+        /* Without filters whole chunks before `offset` are skipped by count. */
+        if (unfiltered && total + ch->live <= offset) {
+            total += ch->live;
+            continue;
+        }
+        for (size_t i = 0; i < CHUNK; i++) {
+            const tks_entity *e = ch->e[i];
+            if (!e || (level != TK_LEVEL_NONE && e->level != level) || (cls && e->obj.cls != cls))
+                continue;
+            if (total >= offset && total - offset < limit && fn)
+                fn(ud, e);
+            total++;
+        }
+    }
+    return total;
+}
+
+const tks_entity *tks_tick_owner(const tks_sim *s, tk_tick_id id, int *comp)
+{
+    tk_tick_info info;
+    if (tk_tick_get(s->w, id, &info) != 0 || !info.target)
+        return NULL;
+    const tks_obj *o = info.target;
+    if (!o->owner)
+        return NULL;
+    if (comp)
+        *comp = o->comp;
+    return o->owner;
+}
+
+/* ---- helpers for the classes ------------------------------------------------------ */
+
+bool tks__entity_pos(tks_sim *s, tks_id id, double out[3])
+{
+    tks_entity *e = tks__entity(s, id);
+    if (!e || e->obj.cls->pos_offset < 0)
+        return false;
+    memcpy(out, e->state + e->obj.cls->pos_offset, 3 * sizeof(double));
+    return true;
+}
+
+void tks__spawn_failed(tks_sim *s, const char *why)
+{
+    s->spawn_failures++;
+    uint64_t f = tk_world_frame(s->w);
+    /* At most one line a second of 60 Hz frames; the count says the rest. */
+    if (s->last_failure_log_frame == 0 || f >= s->last_failure_log_frame + 60) {
+        tk_log_warn("spawner could not spawn (%llu failures so far): %s",
+                    (unsigned long long)s->spawn_failures, why);
+        s->last_failure_log_frame = f ? f : 1;
+    }
+}
+
+int tks__spawn_self(tks_sim *s, tks_obj *o, char err[TKS_ERR_MAX])
+{
+    /* A copy: same class, props, tick spec and level as the spawning object. */
+    tks_spawn_req r;
+    tks_spawn_req_init(&r);
+    r.cls = o->cls->name;
+    tk_level_id level = o->owner ? o->owner->level : TK_LEVEL_PERSISTENT;
+    r.level = tk_level_name(s->w, level);
+    if (o->tick != TK_TICK_NONE) {
+        tk_tick_info ti;
+        if (tk_tick_get(s->w, o->tick, &ti) == 0)
+            r.tick = ti.spec;
+    }
+    if (o->owner)
+        r.dilation = o->owner->dilation;
+    /* Props as they are now. */
+    size_t n = o->cls->n_props;
+    tks_prop_kv *kv = n ? tk_calloc(n, sizeof *kv) : NULL;
+    const void *state = tks_obj_state(o);
+    for (size_t i = 0; i < n; i++) {
+        const tks_prop_desc *d = &o->cls->props[i];
+        const unsigned char *f = (const unsigned char *)state + d->offset;
+        kv[i].key = d->name;
+        switch (d->type) {
+        case TKS_PROP_NUMBER:
+            kv[i].v.type = TKS_V_NUMBER;
+            kv[i].v.num = *(const double *)f;
+            break;
+        case TKS_PROP_COUNT:
+        case TKS_PROP_ID:
+            kv[i].v.type = TKS_V_NUMBER;
+            kv[i].v.num = (double)*(const uint64_t *)f;
+            break;
+        case TKS_PROP_SPAWN:
+            kv[i].v.type = TKS_V_SPAWN;
+            kv[i].v.spawn = *(tks_spawn_req *const *)f;
+            kv[i].v.self = *(const bool *)(f + sizeof(tks_spawn_req *));
+            break;
+        }
+    }
+    r.props = kv;
+    r.n_props = n;
+    tks_id first;
+    int rc = tks_spawn(s, &r, &first, err);
+    tk_free(kv);
+    return rc;
+}
+
+/* ---- tickables ------------------------------------------------------------------------- */
+
+static void tickable_tick(void *ud, float dt, tk_world_t *w)
+{
+    tks_obj *o = ud;
+    tk_tick_ctx ctx = {w, TK_TICK_NONE, tk_world_frame(w), TK_GROUP_POST_PHYSICS, false};
+    o->cls->tick(o, dt, &ctx);
+}
+
+static void tickable_free(void *ud)
+{
+    tks_tickable *t = ud;
+    /* A tickable has no tick function, so no class needs its fini hook here:
+     * only the props it owns (spawn templates) are freed. */
+    free_state_props(t->obj.cls, t->state);
+    tk_free(t);
+}
+
+int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool when_paused,
+                     const tks_prop_kv *props, size_t n_props, tk_tickable_id *out,
+                     char err[TKS_ERR_MAX])
+{
+    const tks_class *c = tks_class_find(s, cls);
+    if (!c)
+        return errf(err, TK_EINVAL, "class: unknown class '%s'", cls ? cls : "");
+    int rc = check_props(s, c, props, n_props, "props", 0, err);
+    if (rc)
+        return rc;
+    tks_tickable *t = tk_calloc(1, sizeof *t + c->state_size);
+    t->obj.cls = c;
+    t->obj.comp = -2;
+    set_default_props(c, t->state);
+    apply_props(c, t->state, props, n_props);
+    char ierr[TKS_ERR_MAX];
+    if (c->init && c->init(s, &t->obj, ierr))
+        tk_log_warn("tickable: %s", ierr);
+    tk_tickable_desc d = {0};
+    d.type = type;
+    d.enabled = true;
+    d.when_paused = when_paused;
+    d.fn = tickable_tick;
+    d.ud = t;
+    d.free_ud = tickable_free;
+    rc = tk_tickable_add(s->w, &d, &t->id);
+    if (rc) {
+        tickable_free(t);
+        return errf(err, rc, "%s", tk_world_last_error(s->w));
+    }
+    *out = t->id;
+    return 0;
+}
+
+const tks_class *tks_tickable_class(const tks_sim *s, tk_tickable_id id)
+{
+    tk_tickable_info info;
+    if (tk_tickable_get(s->w, id, &info) != 0 || !info.ud)
+        return NULL;
+    return ((tks_tickable *)info.ud)->obj.cls;
+}
+
+void tks_tickable_props(const tks_sim *s, tk_tickable_id id, tks_prop_visit_fn fn, void *ud)
+{
+    tk_tickable_info info;
+    if (tk_tickable_get(s->w, id, &info) != 0 || !info.ud)
+        return;
+    tks_tickable *t = info.ud;
+    visit_props(t->obj.cls, t->state, fn, ud);
+}

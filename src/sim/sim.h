@@ -1,0 +1,223 @@
+/*
+ * sim.h - the entity model on top of libtickd: actors with components, each
+ * with its own tick function; entity classes with typed props; spawns,
+ * destroys, levels, life spans; tickables made of entity classes.
+ *
+ * The sim knows nothing of JSON or sockets: the daemon turns requests into
+ * the plain structures below and renders results from the accessors.  Every
+ * operation validates completely before it changes anything, and reports
+ * what is wrong in `err` naming the parameter path ("components[2].class:
+ * unknown class 'x'").  Every call runs on the frame thread; spawns and
+ * destroys may happen mid-frame (from ticks and timers) with Unreal's
+ * newly-spawned semantics.
+ *
+ * Entity ids are never reused: they come from a counter that only grows (and
+ * that a snapshot restores).
+ */
+#ifndef TICKD_SIM_H
+#define TICKD_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tickd/tickd.h"
+
+typedef uint64_t tks_id;
+typedef struct tks_sim tks_sim;
+typedef struct tks_entity tks_entity;
+typedef struct tks_class tks_class;
+typedef struct tks_spawn_req tks_spawn_req;
+
+#define TKS_ERR_MAX 256
+#define TKS_MAX_COMPONENTS 64
+#define TKS_MAX_SPAWN 10000000     /* one request */
+
+/* ---- values and props -------------------------------------------------- */
+
+typedef enum tks_vtype {
+    TKS_V_NUMBER,   /* num */
+    TKS_V_BOOL,     /* b */
+    TKS_V_STRING,   /* str (borrowed) */
+    TKS_V_IDS,      /* ids[n_ids] (borrowed) */
+    TKS_V_SPAWN,    /* spawn (borrowed), or self */
+    TKS_V_OTHER     /* anything else the daemon could not map (always a type error) */
+} tks_vtype;
+
+typedef struct tks_value {
+    tks_vtype type;
+    double num;
+    bool b;
+    const char *str;
+    const tks_id *ids;
+    size_t n_ids;
+    const tks_spawn_req *spawn; /* NULL with self = true means "self" */
+    bool self;
+} tks_value;
+
+typedef struct tks_prop_kv {
+    const char *key;
+    tks_value v;
+} tks_prop_kv;
+
+/* Prop types a class can declare. */
+typedef enum tks_prop_type {
+    TKS_PROP_NUMBER,  /* double                                   */
+    TKS_PROP_COUNT,   /* non-negative integer stored as uint64_t  */
+    TKS_PROP_ID,      /* an entity id (uint64_t); must exist when set */
+    TKS_PROP_SPAWN    /* a spawn template or "self"               */
+} tks_prop_type;
+
+typedef struct tks_prop_desc {
+    const char *name;
+    tks_prop_type type;
+    size_t offset;          /* in the class state                      */
+    double def, min, max;   /* numbers and counts                      */
+    bool required;
+} tks_prop_desc;
+
+/* ---- spawn requests ----------------------------------------------------- */
+
+typedef struct tks_component_req {
+    const char *cls;
+    tk_tick_spec tick;
+    tks_prop_kv *props;
+    size_t n_props;
+} tks_component_req;
+
+struct tks_spawn_req {
+    const char *cls;
+    const char *level;         /* NULL: persistent                        */
+    uint64_t count;            /* >= 1                                    */
+    tk_tick_spec tick;
+    tks_component_req *components;
+    size_t n_components;
+    tks_id *prereqs;
+    size_t n_prereqs;
+    tks_prop_kv *props;
+    size_t n_props;
+    double dilation;           /* custom time dilation, > 0              */
+    double life_span;          /* s; 0 = forever                         */
+};
+
+/* A request with the protocol's defaults (count 1, default tick spec,
+ * dilation 1).  The caller fills what it has. */
+void tks_spawn_req_init(tks_spawn_req *r);
+
+/* Deep copy (strings, arrays, nested spawns) / free a copy. */
+tks_spawn_req *tks_spawn_req_clone(const tks_spawn_req *r);
+void tks_spawn_req_free(tks_spawn_req *r);
+
+/* ---- the sim -------------------------------------------------------------- */
+
+typedef struct tks_config {
+    uint64_t max_entities;     /* live entities at once                 */
+} tks_config;
+
+tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg);
+void tks_free(tks_sim *s);
+void tks_set_max_entities(tks_sim *s, uint64_t max);
+
+tk_engine_t *tks_engine(const tks_sim *s);
+tk_world_t *tks_world(const tks_sim *s);
+
+/* Called after an entity is destroyed (by any path), e.g. for stats. */
+void tks_set_on_destroy(tks_sim *s, void (*fn)(void *ud, tks_id id), void *ud);
+
+/* Live entity count, the next id to be given, and setting it (snapshots). */
+uint64_t tks_entity_count(const tks_sim *s);
+tks_id tks_next_id(const tks_sim *s);
+void tks_set_next_id(tks_sim *s, tks_id next);
+
+/* ---- classes ---------------------------------------------------------------- */
+
+size_t tks_class_count(const tks_sim *s);
+const tks_class *tks_class_at(const tks_sim *s, size_t i);
+const tks_class *tks_class_find(const tks_sim *s, const char *name);
+const char *tks_class_name(const tks_class *c);
+size_t tks_class_props(const tks_class *c, const tks_prop_desc **out);
+
+/* ---- spawn / destroy ---------------------------------------------------------- */
+
+/*
+ * Spawn req->count entities.  All-or-nothing: validated first (class, level,
+ * tick specs, components, prerequisites, props, limits), then created.  The
+ * ids are consecutive: *first .. *first + count - 1.  Returns 0 or a TK_E*
+ * code with `err` set (TK_EINVAL: bad parameter, TK_ENOENT: unknown class,
+ * level or entity, TK_ELIMIT: max_entities).
+ */
+int tks_spawn(tks_sim *s, const tks_spawn_req *req, tks_id *first, char err[TKS_ERR_MAX]);
+
+/* Destroy entities.  All-or-nothing: any unknown id is TK_ENOENT naming it
+ * (duplicates in the list count once).  *destroyed = number destroyed. */
+int tks_destroy(tks_sim *s, const tks_id *ids, size_t n, size_t *destroyed,
+                char err[TKS_ERR_MAX]);
+
+/* ---- levels ------------------------------------------------------------------- */
+
+int tks_level_add(tks_sim *s, const char *name, char err[TKS_ERR_MAX]);
+/* Destroys the level's entities, then the level (TK_ESTATE for persistent). */
+int tks_level_remove(tks_sim *s, const char *name, char err[TKS_ERR_MAX]);
+/* Live entities in a level (by level id). */
+uint64_t tks_level_entities(const tks_sim *s, tk_level_id level);
+
+/* ---- entities --------------------------------------------------------------- */
+
+const tks_entity *tks_entity_get(const tks_sim *s, tks_id id);
+tks_id tks_entity_id(const tks_entity *e);
+const tks_class *tks_entity_class(const tks_entity *e);
+tk_level_id tks_entity_level(const tks_entity *e);
+float tks_entity_dilation(const tks_entity *e);
+/* Remaining life span in s, or a negative value if it has none. */
+double tks_entity_life_remaining(const tks_sim *s, const tks_entity *e);
+size_t tks_entity_component_count(const tks_entity *e);
+const tks_class *tks_entity_component_class(const tks_entity *e, size_t i);
+/* Tick function of the actor (comp < 0) or of component `comp`; TK_TICK_NONE
+ * if it has none (on_dedicated_server false) or comp is out of range. */
+tk_tick_id tks_entity_tick(const tks_entity *e, int comp);
+/* The tick spec of a function that was never registered (on_dedicated_server
+ * false), NULL for a registered one (ask tk_tick_get). */
+const tk_tick_spec *tks_entity_tick_spec(const tks_sim *s, const tks_entity *e, int comp);
+
+/* Prop values of the actor (comp < 0) or a component, by the class schema. */
+typedef void (*tks_prop_visit_fn)(void *ud, const tks_prop_desc *d, const tks_value *v);
+void tks_entity_props(const tks_sim *s, const tks_entity *e, int comp, tks_prop_visit_fn fn,
+                      void *ud);
+
+/* Set props of the actor (validated against its class first). */
+int tks_entity_set_props(tks_sim *s, tks_id id, const tks_prop_kv *kv, size_t n,
+                         char err[TKS_ERR_MAX]);
+
+/*
+ * Iterate live entities in id order, optionally filtered by level and class,
+ * skipping `offset` matches and visiting at most `limit`; returns the total
+ * number of matches.
+ */
+uint64_t tks_entity_list(const tks_sim *s, tk_level_id level, const tks_class *cls,
+                         uint64_t offset, uint64_t limit,
+                         void (*fn)(void *ud, const tks_entity *e), void *ud);
+
+/* The entity that owns a tick function (the target's owner), and which of its
+ * functions it is (-1 = actor).  NULL for functions that are not entities'. */
+const tks_entity *tks_tick_owner(const tks_sim *s, tk_tick_id id, int *comp);
+
+/* ---- tickables made of entity classes --------------------------------------- */
+
+int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool when_paused,
+                     const tks_prop_kv *props, size_t n_props, tk_tickable_id *out,
+                     char err[TKS_ERR_MAX]);
+/* Class of a tickable created by tks_tickable_add, NULL otherwise. */
+const tks_class *tks_tickable_class(const tks_sim *s, tk_tickable_id id);
+void tks_tickable_props(const tks_sim *s, tk_tickable_id id, tks_prop_visit_fn fn, void *ud);
+
+/* ---- hooks for the daemon ------------------------------------------------------ */
+
+/* Class names used in engine.info. */
+typedef struct tks_class_info {
+    const char *name;
+    bool batch;            /* has a batch tick */
+} tks_class_info;
+
+void tks_class_info_get(const tks_class *c, tks_class_info *out);
+
+#endif
