@@ -123,6 +123,7 @@ typedef struct ext {
     bool was_interval;     /* Unreal's bWasInterval                             */
     bool in_unpaused;      /* its wheel is the unpaused-time one                */
     uint64_t visit, queued, task, done, due, cancel; /* frame marks, frame+1    */
+    uint64_t ran;          /* frame mark of its last individual execution        */
     uint32_t mark, mark_done; /* component walk epochs                          */
 } ext;
 
@@ -228,6 +229,7 @@ struct tk__ticks {
     vec32 due_now;            /* lane entries activated for this frame only     */
     vec32 newly;              /* registered/enabled mid-frame, to queue         */
     vec32 tmp, stack;         /* scratch                                        */
+    vec32 lanes_run;          /* the lanes of the group being run               */
     dueent *dues;             /* interval functions due this frame              */
     size_t n_dues, cap_dues;
     xent *xs[GROUPS];         /* extras per group                               */
@@ -655,8 +657,8 @@ static void materialize(struct tk__ticks *T, rec *r)
     get_counters(T, r, &c);
     cohort_release(T, r->cohort);
     r->cohort = 0;
-    if (c.ticks == 0 && !r->ext)
-        return;
+    /* From now on its entry is ticked one by one, updating these counters. */
+    bit_set(T->lanes[r->lane].spec, r->pos);
     ext *x = ensure_ext(T, r);
     x->ticks = c.ticks;
     x->last_frame = c.last_frame;
@@ -749,7 +751,8 @@ void tk__ticks_free(struct tk__ticks *T)
         tk_free(T->xs[g]);
     }
     vec32 *vs[] = {&T->limbo, &T->dirty_lanes, &T->dirty, &T->fresh, &T->dyn,
-                   &T->paused_fns, &T->due_now, &T->newly, &T->tmp, &T->stack};
+                   &T->paused_fns, &T->due_now, &T->newly, &T->tmp, &T->stack,
+                   &T->lanes_run};
     for (size_t i = 0; i < TK_ARRAY_LEN(vs); i++)
         tk_free(vs[i]->v);
     if (T->wheels_ready) {
@@ -1487,6 +1490,52 @@ void tk_tick_get_counts(const tk_world_t *w, tk_tick_counts *out)
     out->enabled = T->n_live - T->n_disabled - out->cooling_down;
 }
 
+#ifdef TK_DEBUG_INVARIANTS
+/* Every live function sits in exactly one live lane entry, where its record
+ * says; dead entries have no bits. */
+static void check_invariants(const struct tk__ticks *T)
+{
+    size_t live_entries = 0;
+    for (size_t l = 1; l < T->n_lanes; l++) {
+        const lane *L = &T->lanes[l];
+        for (uint32_t p = 0; p < L->n; p++) {
+            uint32_t s = L->idx[p];
+            if (s == NONE32) {
+                TK_ASSERT(!bit_get(L->act, p));
+                continue;
+            }
+            const rec *r = &T->recs[s];
+            TK_ASSERT(r->state != RS_FREE);
+            TK_ASSERT(r->lane == l && r->pos == p);
+            live_entries++;
+        }
+    }
+    TK_ASSERT(live_entries == T->n_live);
+}
+/* No function runs twice in a frame. */
+static uint64_t *dbg_ran;
+static size_t dbg_cap;
+static const tk_world_t *dbg_world;
+static void check_once(const tk_world_t *w, uint32_t slot)
+{
+    if (w != dbg_world) {
+        dbg_world = w;
+        memset(dbg_ran, 0, dbg_cap * sizeof *dbg_ran);
+    }
+    if (slot >= dbg_cap) {
+        size_t n = slot * 2 + 64;
+        dbg_ran = realloc(dbg_ran, n * sizeof *dbg_ran);
+        memset(dbg_ran + dbg_cap, 0, (n - dbg_cap) * sizeof *dbg_ran);
+        dbg_cap = n;
+    }
+    TK_ASSERT(dbg_ran[slot] != w->frame + 1);
+    dbg_ran[slot] = w->frame + 1;
+}
+#else
+#define check_invariants(T) ((void)0)
+#define check_once(w, s) ((void)0)
+#endif
+
 /* ---- placement (between frames) ------------------------------------------------ */
 
 static inline bool considered(int prereq_end, int my_group)
@@ -1744,6 +1793,7 @@ static void upkeep(tk_world_t *w)
     for (size_t i = 0; i < T->dirty_lanes.n; i++)
         lane_compact(T, T->dirty_lanes.v[i]);
     T->dirty_lanes.n = 0;
+    check_invariants(T);
     if (T->dyn_dirty) {
         vec32 *d = &T->dyn;
         d->n = 0;
@@ -1772,6 +1822,7 @@ static void upkeep(tk_world_t *w)
     }
 }
 
+
 /* ---- execution -------------------------------------------------------------------- */
 
 static inline uint64_t now_stats(const tk_world_t *w) { return tk__world_stats_now(w); }
@@ -1781,6 +1832,11 @@ static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame)
 {
     struct tk__ticks *T = T_of(w);
     ext *x = ensure_ext(T, r);
+    /* Never twice in a frame (Unreal's visited marks), whatever a tick did
+     * to it meanwhile (disabled and re-enabled it, changed its interval...). */
+    if (x->ran == fmark(w))
+        return;
+    x->ran = fmark(w);
     float dt = (float)tk_ns_to_s(w->dt_ns);
     if (x->was_interval) {
         uint64_t now = clock_of(w, r);
@@ -1796,6 +1852,7 @@ static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame)
     x->last_dt = dt;
     x->accum += dt;
     uint32_t s = slot_of(T, r);
+    check_once(w, s);
     tk_tick_id id = make_id(s, r->gen);
     const lane *L = &T->lanes[r->lane];
     void *target = L->targets[r->pos];
@@ -1891,6 +1948,7 @@ static void run_lane(tk_world_t *w, uint32_t lid)
                 continue;
             L->cur = i;
             uint32_t s = L->idx[i];
+            check_once(w, s);
             ctx.self = make_id(s, T->recs[s].gen);
             void *target = L->targets[i];
             w->fstats.ticks_run++;
@@ -2107,7 +2165,14 @@ static void run_group_body(tk_world_t *w, int g)
     struct tk__ticks *T = T_of(w);
     if (T->n_xs[g] > 1)
         qsort(T->xs[g], T->n_xs[g], sizeof(xent), xent_cmp);
-    vec32 *gl = &T->glanes[g];
+    /* A copy of the group's lanes: a lane created by a tick (a registration
+     * of a new kind) must not shift the list being walked; it holds only
+     * functions that start ticking next frame anyway. */
+    vec32 *gl = &T->lanes_run;
+    gl->n = 0;
+    TK_GROW(gl->v, gl->cap, T->glanes[g].n);
+    memcpy(gl->v, T->glanes[g].v, T->glanes[g].n * sizeof *gl->v);
+    gl->n = T->glanes[g].n;
     for (int band = 0; band < 2; band++) {
         for (size_t i = 0; i < gl->n; i++) {
             uint32_t lid = gl->v[i];
