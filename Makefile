@@ -42,6 +42,7 @@ CORE_SRC   := $(wildcard src/core/*.c)
 SIM_SRC    := $(wildcard src/sim/*.c)
 DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
 CLI_SRC    := $(wildcard src/cli/*.c)
+LOAD_SRC   := $(wildcard src/load/*.c)
 UNIT_SRC   := $(wildcard tests/test_*.c)
 DUNIT_SRC  := $(wildcard tests/daemon/test_*.c)
 INTEG_SRC  := $(wildcard tests/integration/test_*.c)
@@ -56,6 +57,7 @@ LIBTICKD   := $(BUILD)/libtickd.a
 LIBDAEMON  := $(BUILD)/libtickdd.a
 TICKD      := $(BUILD)/tickd
 TICKCTL    := $(BUILD)/tickctl
+TICKLOAD   := $(BUILD)/tickd-load
 UNIT_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 DUNIT_BIN  := $(patsubst tests/daemon/%.c,$(BUILD)/tests/daemon/%,$(DUNIT_SRC))
 INTEG_BIN  := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(INTEG_SRC))
@@ -69,6 +71,9 @@ BINARIES += $(TICKD)
 endif
 ifneq ($(CLI_SRC),)
 BINARIES += $(TICKCTL)
+endif
+ifneq ($(LOAD_SRC),)
+BINARIES += $(TICKLOAD)
 endif
 
 .PHONY: all deps build run check check-run unit integration bench benchbins clean install uninstall \
@@ -115,6 +120,9 @@ $(TICKCTL): $(call obj,$(CLI_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
 
 # Core unit tests link libtickd alone: the core must stand without the daemon.
+$(TICKLOAD): $(call obj,$(LOAD_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
+
 $(BUILD)/tests/test_%: $(call obj,tests/test_%.c) $(LIBTICKD)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,check) -lm -lpthread

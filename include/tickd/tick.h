@@ -246,6 +246,29 @@ size_t tk_tick_prerequisites(const tk_world_t *w, tk_tick_id id,
  * false at the end.  The order is stable while nothing is registered. */
 bool tk_tick_next(const tk_world_t *w, uint64_t *cursor, tk_tick_id *out);
 
+/* What a snapshot needs to put a function back as it was (see
+ * tk_tick_restore). */
+typedef struct tk_tick_restore {
+    uint64_t ticks;          /* counters                                     */
+    uint64_t last_frame;
+    float last_dt;
+    double accum_dt;
+    double cooldown;         /* s until due for a cooling-down interval
+                                function; < 0: not cooling (ticks next frame) */
+    double since_last_tick;  /* s of its clock since its last interval tick
+                                (the next interval dt); < 0: none            */
+} tk_tick_restore;
+
+/* The restorable state of a function. */
+int tk_tick_save(const tk_world_t *w, tk_tick_id id, tk_tick_restore *out);
+
+/*
+ * Put back counters and the interval phase of a function (between frames;
+ * TK_ESTATE during a frame).  A cooldown only applies to an enabled interval
+ * function.  Validated first (finite, non-negative numbers).
+ */
+int tk_tick_restore_state(tk_world_t *w, tk_tick_id id, const tk_tick_restore *st);
+
 typedef struct tk_tick_counts {
     size_t registered, enabled, disabled, cooling_down;
 } tk_tick_counts;

@@ -56,6 +56,10 @@ typedef struct tk_tickable_desc {
 
 int tk_tickable_add(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id *out);
 int tk_tickable_remove(tk_world_t *w, tk_tickable_id id);
+
+/* Snapshot restore: add under a given (free) id with its counters. */
+int tk_tickable_restore(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id id,
+                        uint64_t ticks, uint64_t last_frame, double accum_dt);
 int tk_tickable_set_enabled(tk_world_t *w, tk_tickable_id id, bool enabled);
 int tk_tickable_set_when_paused(tk_world_t *w, tk_tickable_id id, bool when_paused);
 int tk_tickable_set_type(tk_world_t *w, tk_tickable_id id, tk_tickable_type type);

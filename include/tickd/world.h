@@ -125,6 +125,14 @@ uint64_t tk_world_steps_pending(const tk_world_t *w);
 void tk_world_set_user(tk_world_t *w, void *user);
 void *tk_world_user(const tk_world_t *w);
 
+/*
+ * Restore the clocks of a snapshot: frame counter, world, unpaused and real
+ * time (s, >= 0).  Only between frames, and only while no tick function and
+ * no timer exists (restore them afterwards): TK_ESTATE otherwise.
+ */
+int tk_world_restore_time(tk_world_t *w, uint64_t frame, double world_time,
+                          double unpaused_time, double real_time);
+
 /* ---- errors and statistics ------------------------------------------- */
 
 /* A sentence about the last failed call on this world ("" if none). */

@@ -1321,7 +1321,10 @@ int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec)
     if (iv != iv_of(T, r)) {
         x = ensure_ext(T, r);
         x->interval_ns = iv;
-        if (r->state != TK_TICK_DISABLED && x->was_interval && x->wnode != NONE32) {
+        /* A function that has been on an interval waits the new interval from
+         * now, cooling or not (Unreal reschedules it; a never-interval one
+         * ticks first, then cools). */
+        if (r->state != TK_TICK_DISABLED && x->was_interval) {
             wheel_remove(T, r);
             if (iv)
                 wheel_insert(w, r, clock_of(w, r) + iv);
@@ -1535,6 +1538,86 @@ static void check_once(const tk_world_t *w, uint32_t slot)
 #define check_invariants(T) ((void)0)
 #define check_once(w, s) ((void)0)
 #endif
+
+/* ---- snapshots ------------------------------------------------------------------ */
+
+int tk_tick_save(const tk_world_t *w, tk_tick_id id, tk_tick_restore *out)
+{
+    if (!w || !out)
+        return TK_EINVAL;
+    const struct tk__ticks *T = T_of(w);
+    const rec *r = live_rec(w, id);
+    if (!r)
+        return TK_ENOENT;
+    counters c;
+    get_counters(T, r, &c);
+    out->ticks = c.ticks;
+    out->last_frame = c.last_frame;
+    out->last_dt = c.last_dt;
+    out->accum_dt = c.accum;
+    out->cooldown = -1;
+    out->since_last_tick = -1;
+    const ext *x = ext_of(T, r);
+    if (x && x->wnode != NONE32) {
+        const tk__wheel *wh = x->in_unpaused ? &T->wheel_unpaused : &T->wheel_game;
+        uint64_t due = tk__wheel_due(wh, x->wnode), now = clock_of(w, r);
+        out->cooldown = due > now ? tk_ns_to_s(due - now) : 0;
+    }
+    if (x && x->was_interval && x->last_iv_ns >= 0) {
+        uint64_t now = clock_of(w, r);
+        out->since_last_tick =
+            now > (uint64_t)x->last_iv_ns ? tk_ns_to_s(now - (uint64_t)x->last_iv_ns) : 0;
+    }
+    return 0;
+}
+
+int tk_tick_restore_state(tk_world_t *w, tk_tick_id id, const tk_tick_restore *st)
+{
+    if (!w || !st)
+        return TK_EINVAL;
+    struct tk__ticks *T = T_of(w);
+    rec *r = live_rec(w, id);
+    if (!r)
+        return tk__world_error(w, TK_ENOENT, "no such tick function");
+    if (T->phase != PH_IDLE)
+        return tk__world_error(w, TK_ESTATE, "tick state can only be restored between frames");
+    if (!isfinite(st->accum_dt) || st->accum_dt < 0 || !isfinite(st->last_dt) ||
+        !isfinite(st->cooldown) || !isfinite(st->since_last_tick))
+        return tk__world_error(w, TK_EINVAL, "restored tick state must be finite numbers");
+    materialize(T, r);
+    ext *x = ensure_ext(T, r);
+    x->ticks = st->ticks;
+    x->last_frame = st->last_frame;
+    x->last_dt = st->last_dt;
+    x->accum = st->accum_dt;
+    if (x->interval_ns && r->state != TK_TICK_DISABLED) {
+        uint64_t now = clock_of(w, r);
+        if (st->cooldown >= 0) {
+            wheel_remove(T, r);
+            x->was_interval = true;
+            wheel_insert(w, r, now + tk_s_to_ns(st->cooldown));
+        }
+        if (st->since_last_tick >= 0) {
+            uint64_t ago = tk_s_to_ns(st->since_last_tick);
+            x->was_interval = true;
+            x->last_iv_ns = ago <= now ? (int64_t)(now - ago) : 0;
+        }
+    }
+    mark_dirty(T, r);
+    return 0;
+}
+
+/* Called by the world when its clocks are restored: nothing is registered,
+ * so the wheels start afresh at the new clocks. */
+void tk__ticks_reset_clocks(tk_world_t *w)
+{
+    struct tk__ticks *T = T_of(w);
+    if (T->wheels_ready) {
+        tk__wheel_deinit(&T->wheel_game);
+        tk__wheel_deinit(&T->wheel_unpaused);
+        T->wheels_ready = false;
+    }
+}
 
 /* ---- placement (between frames) ------------------------------------------------ */
 
@@ -2030,6 +2113,9 @@ static void queue_fn(tk_world_t *w, rec *r, int ctxg)
                 x->pre_cycle[i] = 1;
                 continue;
             }
+            /* This frame's walk decides cycles among queued-per-frame
+             * functions; the band and depth pass below reads the same flag. */
+            x->pre_cycle[i] = 0;
             if (px->task != F || px->done == F)
                 continue;
             int pe = grp_end(px->fact);
@@ -2170,8 +2256,10 @@ static void run_group_body(tk_world_t *w, int g)
      * functions that start ticking next frame anyway. */
     vec32 *gl = &T->lanes_run;
     gl->n = 0;
-    TK_GROW(gl->v, gl->cap, T->glanes[g].n);
-    memcpy(gl->v, T->glanes[g].v, T->glanes[g].n * sizeof *gl->v);
+    if (T->glanes[g].n) {
+        TK_GROW(gl->v, gl->cap, T->glanes[g].n);
+        memcpy(gl->v, T->glanes[g].v, T->glanes[g].n * sizeof *gl->v);
+    }
     gl->n = T->glanes[g].n;
     for (int band = 0; band < 2; band++) {
         for (size_t i = 0; i < gl->n; i++) {

@@ -21,6 +21,8 @@ void tk__ticks_run_group(tk_world_t *w, tk_group g);
 void tk__ticks_end_frame(tk_world_t *w);
 /* RunPauseFrame: only even_when_paused functions. */
 void tk__ticks_pause_frame(tk_world_t *w);
+/* The world's clocks were restored (nothing registered): restart the wheels. */
+void tk__ticks_reset_clocks(tk_world_t *w);
 /* Unregister every tick function of a level (level removal). */
 void tk__ticks_remove_level(tk_world_t *w, tk_level_id level);
 

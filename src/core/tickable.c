@@ -27,6 +27,7 @@
  * NewObject type (the type is given at creation), no IsTickableInEditor, and
  * it does not time the pass (the world does, for statistics).
  */
+#include <math.h>
 #include <string.h>
 
 #include "tickd/error.h"
@@ -183,6 +184,64 @@ void tk__tickables_free(tk_world_t *w, struct tk__tickables *t)
  * slots.  `out` may be NULL.  Called during a pass, the tickable first ticks
  * in the next pass.
  */
+/*
+ * Snapshot restore: add a tickable under a given id (its slot must be free),
+ * with its counters.  Between passes only.  The order of restored tickables
+ * is the order of the calls.
+ */
+int tk_tickable_restore(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id id,
+                        uint64_t ticks, uint64_t last_frame, double accum_dt)
+{
+    struct tk__tickables *t = w->tickables;
+    uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
+    if (!desc || !desc->fn || (unsigned)desc->type > TK_TICKABLE_NEVER)
+        return tk__world_error(w, TK_EINVAL, "invalid tickable desc");
+    if (gen == 0 || idx == NIL)
+        return tk__world_error(w, TK_EINVAL, "invalid tickable id");
+    if (t->in_pass)
+        return tk__world_error(w, TK_ESTATE, "tickables cannot be restored during a pass");
+    if (!isfinite(accum_dt) || accum_dt < 0)
+        return tk__world_error(w, TK_EINVAL, "accum_dt must be a finite number >= 0");
+    if (idx < t->used) {
+        if (t->slots[idx].state != SLOT_FREE)
+            return tk__world_error(w, TK_EEXIST, "tickable id %llu is taken",
+                                   (unsigned long long)id);
+        /* Take it off the free list. */
+        uint32_t *pp = &t->free_head;
+        while (*pp != NIL && *pp != idx)
+            pp = &t->slots[*pp].next;
+        if (*pp != idx)
+            return tk__world_error(w, TK_ESTATE, "tickable slot %u is not free", idx);
+        *pp = t->slots[idx].next;
+    } else {
+        if (tk__try_grow((void **)&t->slots, &t->cap, (size_t)idx + 1, sizeof *t->slots) < 0)
+            return tk__world_error(w, TK_ENOMEM, "no memory for a tickable");
+        /* Slots skipped over become free ones. */
+        for (uint32_t k = t->used; k < idx; k++) {
+            memset(&t->slots[k], 0, sizeof t->slots[k]);
+            t->slots[k].gen = 1;
+            t->slots[k].state = SLOT_FREE;
+            t->slots[k].next = t->free_head;
+            t->free_head = k;
+        }
+        t->used = idx + 1;
+    }
+    /* Put it at the head of the free list with the wanted generation: the
+     * normal add path pops it and keeps that generation. */
+    t->slots[idx].gen = gen;
+    t->slots[idx].next = t->free_head;
+    t->free_head = idx;
+    tk_tickable_id got;
+    int rc = tk_tickable_add(w, desc, &got);
+    if (rc)
+        return rc;
+    slot *sl = &t->slots[idx];
+    sl->ticks = ticks;
+    sl->last_frame = last_frame;
+    sl->accum_dt = accum_dt;
+    return 0;
+}
+
 int tk_tickable_add(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id *out)
 {
     struct tk__tickables *t = w->tickables;

@@ -346,12 +346,21 @@ static const tks_prop_desc *find_prop(const tks_class *c, const char *key)
     return NULL;
 }
 
+/* How props are checked: against the live world, or against a snapshot's
+ * ids (restore), where spawn templates are checked for shape only. */
+typedef struct check_mode {
+    bool (*id_known)(void *ud, tks_id id); /* NULL: the entity must exist now */
+    void *ud;
+} check_mode;
+
+static const check_mode live_mode = {NULL, NULL};
+
 static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int depth,
-                       uint64_t *total, char err[TKS_ERR_MAX]);
+                       uint64_t *total, const check_mode *m, char err[TKS_ERR_MAX]);
 
 /* Check one prop value against its declaration. `path` names the props object. */
 static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, const char *path,
-                      int depth, char err[TKS_ERR_MAX])
+                      int depth, const check_mode *m, char err[TKS_ERR_MAX])
 {
     const tks_prop_desc *d = find_prop(c, kv->key);
     if (!d)
@@ -376,7 +385,7 @@ static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, con
     case TKS_PROP_ID:
         if (v->type != TKS_V_NUMBER || v->num != floor(v->num) || v->num < 1 || v->num > 9e15)
             return errf(err, TK_EINVAL, "%s.%s: must be an entity id", path, d->name);
-        if (!tks__entity(s, (tks_id)v->num))
+        if (m->id_known ? !m->id_known(m->ud, (tks_id)v->num) : !tks__entity(s, (tks_id)v->num))
             return errf(err, TK_ENOENT, "%s.%s: entity %.0f does not exist", path, d->name,
                         v->num);
         return 0;
@@ -393,7 +402,7 @@ static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, con
             char sub[160];
             snprintf(sub, sizeof sub, "%s.%s", path, d->name);
             uint64_t dummy = 0;
-            int rc = check_spawn(s, v->spawn, sub, depth + 1, &dummy, err);
+            int rc = check_spawn(s, v->spawn, sub, depth + 1, &dummy, m, err);
             /* A template's limit is checked when it spawns, not now. */
             if (rc == TK_ELIMIT)
                 rc = 0;
@@ -404,13 +413,13 @@ static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, con
 }
 
 static int check_props(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, size_t n,
-                       const char *path, int depth, char err[TKS_ERR_MAX])
+                       const char *path, int depth, const check_mode *m, char err[TKS_ERR_MAX])
 {
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < i; j++)
             if (strcmp(kv[i].key, kv[j].key) == 0)
                 return errf(err, TK_EINVAL, "%s.%s: given twice", path, kv[i].key);
-        int rc = check_prop(s, c, &kv[i], path, depth, err);
+        int rc = check_prop(s, c, &kv[i], path, depth, m, err);
         if (rc)
             return rc;
     }
@@ -438,8 +447,9 @@ static int check_spec(const tk_tick_spec *spec, const char *path, char err[TKS_E
 }
 
 static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int depth,
-                       uint64_t *total, char err[TKS_ERR_MAX])
+                       uint64_t *total, const check_mode *m, char err[TKS_ERR_MAX])
 {
+    bool shape_only = m->id_known != NULL;
     char sub[200];
     const char *p = path[0] ? path : "";
     const char *dot = path[0] ? "." : "";
@@ -448,7 +458,7 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
         return errf(err, TK_EINVAL, "%s%sclass: required", p, dot);
     if (!c)
         return errf(err, TK_EINVAL, "%s%sclass: unknown class '%s'", p, dot, r->cls);
-    if (r->level) {
+    if (r->level && !shape_only) {
         tk_level_id l;
         if (tk_level_find(s->w, r->level, &l) != 0)
             return errf(err, TK_ENOENT, "%s%slevel: level '%s' does not exist", p, dot, r->level);
@@ -477,17 +487,19 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
         if ((rc = check_spec(&cr->tick, sub, err)))
             return rc;
         snprintf(sub, sizeof sub, "%s%scomponents[%zu].props", p, dot, i);
-        if ((rc = check_props(s, cc, cr->props, cr->n_props, sub, depth, err)))
+        if ((rc = check_props(s, cc, cr->props, cr->n_props, sub, depth, m, err)))
             return rc;
     }
-    for (size_t i = 0; i < r->n_prereqs; i++)
+    for (size_t i = 0; i < r->n_prereqs && !shape_only; i++)
         if (!tks__entity(s, r->prereqs[i]))
             return errf(err, TK_ENOENT, "%s%sprerequisites[%zu]: entity %llu does not exist", p,
                         dot, i, (unsigned long long)r->prereqs[i]);
     snprintf(sub, sizeof sub, "%s%sprops", p, dot);
-    if ((rc = check_props(s, c, r->props, r->n_props, sub, depth, err)))
+    if ((rc = check_props(s, c, r->props, r->n_props, sub, depth, m, err)))
         return rc;
     *total += r->count;
+    if (shape_only)
+        return 0;
     if (s->live + *total > s->max_entities)
         return errf(err, TK_ELIMIT, "%s%scount: would exceed world.max_entities (%llu live, max %llu)",
                     p, dot, (unsigned long long)s->live, (unsigned long long)s->max_entities);
@@ -604,7 +616,7 @@ static void life_expired(void *ud, tk_timer_handle h, tk_world_t *w)
 int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ERR_MAX])
 {
     uint64_t total = 0;
-    int rc = check_spawn(s, r, "", 0, &total, err);
+    int rc = check_spawn(s, r, "", 0, &total, &live_mode, err);
     if (rc)
         return rc;
     const tks_class *c = tks_class_find(s, r->cls);
@@ -868,7 +880,7 @@ int tks_entity_set_props(tks_sim *s, tks_id id, const tks_prop_kv *kv, size_t n,
         for (size_t j = 0; j < i; j++)
             if (strcmp(kv[i].key, kv[j].key) == 0)
                 return errf(err, TK_EINVAL, "props.%s: given twice", kv[i].key);
-        int rc = check_prop(s, c, &kv[i], "props", 0, err);
+        int rc = check_prop(s, c, &kv[i], "props", 0, &live_mode, err);
         if (rc)
             return rc;
     }
@@ -1020,7 +1032,7 @@ int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool wh
     const tks_class *c = tks_class_find(s, cls);
     if (!c)
         return errf(err, TK_EINVAL, "class: unknown class '%s'", cls ? cls : "");
-    int rc = check_props(s, c, props, n_props, "props", 0, err);
+    int rc = check_props(s, c, props, n_props, "props", 0, &live_mode, err);
     if (rc)
         return rc;
     tks_tickable *t = tk_calloc(1, sizeof *t + c->state_size);
@@ -1062,4 +1074,183 @@ void tks_tickable_props(const tks_sim *s, tk_tickable_id id, tks_prop_visit_fn f
         return;
     tks_tickable *t = info.ud;
     visit_props(t->obj.cls, t->state, fn, ud);
+}
+
+/* ---- snapshots ---------------------------------------------------------------------- */
+
+int tks_restore_check(const tks_sim *cs, const tks_entity_restore *e, const char *path,
+                      bool (*id_known)(void *ud, tks_id id), void *ud, char err[TKS_ERR_MAX])
+{
+    tks_sim *s = (tks_sim *)cs;
+    check_mode m = {id_known, ud};
+    char sub[200];
+    const tks_class *c = tks_class_find(s, e->cls);
+    if (!c)
+        return errf(err, TK_EINVAL, "%s.class: unknown class '%s'", path, e->cls ? e->cls : "");
+    if (e->id == 0 || e->id > 9e15)
+        return errf(err, TK_EINVAL, "%s.id: must be an entity id", path);
+    if (!(isfinite(e->dilation) && e->dilation > 0 && e->dilation <= 1e6))
+        return errf(err, TK_EINVAL, "%s.time_dilation: must be a number > 0", path);
+    if (!isfinite(e->life_remaining))
+        return errf(err, TK_EINVAL, "%s.life_span: must be a number", path);
+    snprintf(sub, sizeof sub, "%s.tick", path);
+    int rc = check_spec(&e->fn.spec, sub, err);
+    if (rc)
+        return rc;
+    snprintf(sub, sizeof sub, "%s.props", path);
+    if ((rc = check_props(s, c, e->props, e->n_props, sub, 0, &m, err)))
+        return rc;
+    if (e->n_components > TKS_MAX_COMPONENTS)
+        return errf(err, TK_EINVAL, "%s.components: at most %d", path, TKS_MAX_COMPONENTS);
+    for (size_t i = 0; i < e->n_components; i++) {
+        const tks_comp_restore *cr = &e->components[i];
+        const tks_class *cc = tks_class_find(s, cr->cls);
+        if (!cc)
+            return errf(err, TK_EINVAL, "%s.components[%zu].class: unknown class '%s'", path, i,
+                        cr->cls ? cr->cls : "");
+        snprintf(sub, sizeof sub, "%s.components[%zu].tick", path, i);
+        if ((rc = check_spec(&cr->fn.spec, sub, err)))
+            return rc;
+        snprintf(sub, sizeof sub, "%s.components[%zu].props", path, i);
+        if ((rc = check_props(s, cc, cr->props, cr->n_props, sub, 0, &m, err)))
+            return rc;
+    }
+    return 0;
+}
+
+void tks_clear(tks_sim *s)
+{
+    for (size_t c = 0; c < s->n_chunks; c++) {
+        for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
+            tks_entity *e = s->chunks[c]->e[i];
+            if (e)
+                destroy_one(s, e);
+        }
+    }
+}
+
+static void restore_fn(tks_sim *s, tks_obj *o, tk_level_id level, const tks_fn_restore *fr,
+                       float dil, tk_tick_spec *kept)
+{
+    if (!fr->spec.on_dedicated_server) {
+        o->flags |= TKS_OBJ_NOTICK;
+        if (kept)
+            *kept = fr->spec;
+        return;
+    }
+    o->tick = register_tick(s, o, level, &fr->spec, dil, NULL, 0);
+    tk_tick_restore_state(s->w, o->tick, &fr->st);
+}
+
+int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR_MAX])
+{
+    const tks_class *c = tks_class_find(s, r->cls);
+    if (!c)
+        return errf(err, TK_EINVAL, "class: unknown class '%s'", r->cls ? r->cls : "");
+    if (tks__entity(s, r->id))
+        return errf(err, TK_EEXIST, "id: entity %llu exists", (unsigned long long)r->id);
+    tk_level_id level = TK_LEVEL_PERSISTENT;
+    if (r->level && tk_level_find(s->w, r->level, &level) != 0)
+        return errf(err, TK_ENOENT, "level: level '%s' does not exist", r->level);
+    float dil = (float)r->dilation;
+    tks_entity *e = tk_calloc(1, sizeof *e + c->state_size);
+    e->obj.cls = c;
+    e->obj.owner = e;
+    e->obj.comp = -1;
+    e->id = r->id;
+    e->level = level;
+    e->dilation = dil;
+    set_default_props(c, e->state);
+    apply_props(c, e->state, r->props, r->n_props);
+    id_put(s, r->id, e);
+    if (r->id >= s->next_id)
+        s->next_id = r->id + 1;
+    s->live++;
+    (*level_count(s, level))++;
+    if (r->n_components) {
+        e->comps = tk_calloc(r->n_components, sizeof *e->comps);
+        for (size_t i = 0; i < r->n_components; i++) {
+            const tks_class *cc = tks_class_find(s, r->components[i].cls);
+            tks_comp *cp = tk_calloc(1, sizeof *cp + cc->state_size);
+            cp->obj.cls = cc;
+            cp->obj.owner = e;
+            cp->obj.comp = (int16_t)i;
+            set_default_props(cc, cp->state);
+            apply_props(cc, cp->state, r->components[i].props, r->components[i].n_props);
+            e->comps[i] = cp;
+        }
+        e->n_comps = (uint16_t)r->n_components;
+    }
+    restore_fn(s, &e->obj, level, &r->fn, dil, NULL);
+    if (!r->fn.spec.on_dedicated_server) {
+        if (s->n_nospec == s->cap_nospec) {
+            s->cap_nospec = s->cap_nospec ? s->cap_nospec * 2 : 8;
+            s->nospec = tk_realloc(s->nospec, s->cap_nospec * sizeof *s->nospec);
+        }
+        s->nospec[s->n_nospec].id = r->id;
+        s->nospec[s->n_nospec].spec = r->fn.spec;
+        s->n_nospec++;
+    }
+    for (size_t i = 0; i < r->n_components; i++)
+        restore_fn(s, &e->comps[i]->obj, level, &r->components[i].fn, dil,
+                   &e->comps[i]->spec_kept);
+    if (r->life_remaining >= 0) {
+        tk_timer_desc td = {0};
+        td.rate = r->life_remaining > 0 ? r->life_remaining : 1e-9;
+        td.first_delay = -1;
+        td.fn = life_expired;
+        td.ud = (void *)(uintptr_t)r->id;
+        td.owner = r->id;
+        int rc = tk_timer_set(s->w, &td, &e->life);
+        TK_ALWAYS_SIM(rc == 0);
+    }
+    return 0;
+}
+
+void tks_restore_done(tks_sim *s)
+{
+    char ierr[TKS_ERR_MAX];
+    for (size_t c = 0; c < s->n_chunks; c++) {
+        for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
+            tks_entity *e = s->chunks[c]->e[i];
+            if (!e)
+                continue;
+            if (e->obj.cls->init && e->obj.cls->init(s, &e->obj, ierr))
+                tk_log_warn("entity %llu: %s", (unsigned long long)e->id, ierr);
+            for (uint16_t k = 0; k < e->n_comps; k++) {
+                tks_obj *o = &e->comps[k]->obj;
+                if (o->cls->init && o->cls->init(s, o, ierr))
+                    tk_log_warn("entity %llu component %u: %s", (unsigned long long)e->id, k, ierr);
+            }
+        }
+    }
+}
+
+int tks_tickable_restore(tks_sim *s, const char *cls, const tk_tickable_desc *desc,
+                         const tks_prop_kv *props, size_t n_props, tk_tickable_id id,
+                         uint64_t ticks, uint64_t last_frame, double accum_dt,
+                         char err[TKS_ERR_MAX])
+{
+    const tks_class *c = tks_class_find(s, cls);
+    if (!c)
+        return errf(err, TK_EINVAL, "class: unknown class '%s'", cls ? cls : "");
+    int rc = check_props(s, c, props, n_props, "props", 0, &live_mode, err);
+    if (rc)
+        return rc;
+    tks_tickable *t = tk_calloc(1, sizeof *t + c->state_size);
+    t->obj.cls = c;
+    t->obj.comp = -2;
+    set_default_props(c, t->state);
+    apply_props(c, t->state, props, n_props);
+    tk_tickable_desc d = *desc;
+    d.fn = tickable_tick;
+    d.ud = t;
+    d.free_ud = tickable_free;
+    rc = tk_tickable_restore(s->w, &d, id, ticks, last_frame, accum_dt);
+    if (rc) {
+        tickable_free(t);
+        return errf(err, rc, "%s", tk_world_last_error(s->w));
+    }
+    t->id = id;
+    return 0;
 }

@@ -210,6 +210,61 @@ int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool wh
 const tks_class *tks_tickable_class(const tks_sim *s, tk_tickable_id id);
 void tks_tickable_props(const tks_sim *s, tk_tickable_id id, tks_prop_visit_fn fn, void *ud);
 
+/* ---- snapshots --------------------------------------------------------------------- */
+
+typedef struct tks_fn_restore {
+    tk_tick_spec spec;         /* on_dedicated_server false: never registered */
+    tk_tick_restore st;        /* counters and interval phase                 */
+} tks_fn_restore;
+
+typedef struct tks_comp_restore {
+    const char *cls;
+    tks_prop_kv *props;
+    size_t n_props;
+    tks_fn_restore fn;
+} tks_comp_restore;
+
+typedef struct tks_entity_restore {
+    tks_id id;
+    const char *cls;
+    const char *level;         /* NULL: persistent                           */
+    double dilation;           /* > 0                                         */
+    double life_remaining;     /* s; < 0: no life span                        */
+    tks_prop_kv *props;
+    size_t n_props;
+    tks_fn_restore fn;         /* the actor's tick function                   */
+    tks_comp_restore *components;
+    size_t n_components;
+} tks_entity_restore;
+
+/*
+ * Check an entity of a snapshot without changing anything: classes, specs,
+ * numbers, props.  Entity ids named by props must satisfy `id_known` (the
+ * snapshot's own ids) instead of existing now; spawn templates are checked
+ * for shape and classes only (their levels and prerequisites are checked
+ * when they spawn).  `path` prefixes error messages ("entities[3]").
+ */
+int tks_restore_check(const tks_sim *s, const tks_entity_restore *e, const char *path,
+                      bool (*id_known)(void *ud, tks_id id), void *ud, char err[TKS_ERR_MAX]);
+
+/* Destroy every entity (before a load). */
+void tks_clear(tks_sim *s);
+
+/*
+ * Create a checked entity under its saved id (unused; its level must exist),
+ * with its tick functions (no prerequisites yet), counters and life span.
+ * Between frames.  Then call tks_restore_done once all are back.
+ */
+int tks_restore_entity(tks_sim *s, const tks_entity_restore *e, char err[TKS_ERR_MAX]);
+/* Let classes relink (followers to their targets) after a restore. */
+void tks_restore_done(tks_sim *s);
+
+/* A tickable of an entity class under its saved id, with its counters. */
+int tks_tickable_restore(tks_sim *s, const char *cls, const tk_tickable_desc *desc,
+                         const tks_prop_kv *props, size_t n_props, tk_tickable_id id,
+                         uint64_t ticks, uint64_t last_frame, double accum_dt,
+                         char err[TKS_ERR_MAX]);
+
 /* ---- hooks for the daemon ------------------------------------------------------ */
 
 /* Class names used in engine.info. */

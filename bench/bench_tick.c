@@ -1,0 +1,493 @@
+/*
+ * bench_tick.c - the tick scheduler benchmarks of BENCH.md.
+ *
+ *   tick_ns_per_function_10k / _100k / _1m   every-frame ticks, one class
+ *   ue_baseline_ratio                        Unreal's algorithm (ue_model.c)
+ *                                            / libtickd, same workload (and
+ *                                            both sides' ns per function:
+ *                                            ue_baseline_model_ns_per_function,
+ *                                            ue_baseline_tickd_ns_per_function)
+ *   interval_ns_per_idle_function_1m         interval functions not due
+ *   batch_speedup                            8 interleaved classes,
+ *                                            unbatched / batched
+ *   bytes_per_tick_function                  RSS growth per function
+ *
+ * Everything goes through libtickd's public API: an engine with tick rate 0
+ * (unpaced) and a fixed dt of 1/60 s, frames run with tk_engine_frame.  Only
+ * the frames are timed (CLOCK_MONOTONIC); each figure is the median of at
+ * least 5 runs after a warm-up, and each ratio is the median of ratios of
+ * runs taken side by side.  Figures go to stdout as key=value lines and
+ * nothing else; the human-readable account goes to stderr.
+ *
+ * What this file does not measure: timers, the daemon, pacing (other bench
+ * files).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tickd/tickd.h"
+#include "ue_model.h"
+
+#define RUNS 7                    /* timed runs per figure (>= 5)            */
+#define FIXED_DT (1.0 / 60.0)     /* s                                       */
+#define M1 1000000u
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of n values (sorts them in place). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* xorshift64*: the benchmark's workloads are seeded, so both sides of a
+ * ratio get the same one. */
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD2Dull;
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "bench_tick: %s: %s\n", what, tk_strerror(rc));
+    exit(1);
+}
+
+/* ---- the ticked classes ------------------------------------------------- */
+
+/* An empty counter-like target: a tick counts. */
+typedef struct counter {
+    uint64_t n;
+} counter;
+
+static void counter_tick(void *target, float dt, tk_tick_ctx *ctx)
+{
+    (void)dt;
+    (void)ctx;
+    ((counter *)target)->n++;
+}
+
+static void counter_batch(void *const *targets, size_t n, float dt, tk_tick_ctx *ctx)
+{
+    (void)dt;
+    (void)ctx;
+    for (size_t i = 0; i < n; i++)
+        ((counter *)targets[i])->n++;
+}
+
+/* The same tick for the model (its callback signature). */
+static void counter_tick_ue(void *target, float dt, void *ctx)
+{
+    (void)dt;
+    (void)ctx;
+    ((counter *)target)->n++;
+}
+
+/* Eight classes with the same small real work, as eight distinct functions
+ * (distinct code, as distinct entity classes would be). */
+typedef struct body {
+    float x;
+    float pad;
+} body;
+
+#define BODY_CLASS(k)                                                          \
+    static void body_tick_##k(void *target, float dt, tk_tick_ctx *ctx)        \
+    {                                                                          \
+        (void)ctx;                                                             \
+        ((body *)target)->x += dt * (float)(k + 1);                            \
+    }                                                                          \
+    static void body_batch_##k(void *const *targets, size_t n, float dt,       \
+                               tk_tick_ctx *ctx)                               \
+    {                                                                          \
+        (void)ctx;                                                             \
+        for (size_t i = 0; i < n; i++)                                         \
+            ((body *)targets[i])->x += dt * (float)(k + 1);                    \
+    }
+BODY_CLASS(0)
+BODY_CLASS(1)
+BODY_CLASS(2)
+BODY_CLASS(3)
+BODY_CLASS(4)
+BODY_CLASS(5)
+BODY_CLASS(6)
+BODY_CLASS(7)
+
+static const tk_tick_fn body_fns[8] = {body_tick_0, body_tick_1, body_tick_2, body_tick_3,
+                                       body_tick_4, body_tick_5, body_tick_6, body_tick_7};
+static const tk_tick_batch_fn body_batches[8] = {body_batch_0, body_batch_1, body_batch_2,
+                                                 body_batch_3, body_batch_4, body_batch_5,
+                                                 body_batch_6, body_batch_7};
+
+/* ---- engines ------------------------------------------------------------ */
+
+static tk_engine_t *engine_new(void)
+{
+    tk_engine_desc d;
+    tk_engine_desc_default(&d);
+    d.tick_rate = 0;
+    d.fixed_dt = FIXED_DT;
+    tk_engine_t *e;
+    int rc = tk_engine_new(&d, &e);
+    if (rc)
+        die("tk_engine_new", rc);
+    return e;
+}
+
+static tk_class_id class_add(tk_world_t *w, const char *name, tk_tick_fn fn,
+                             tk_tick_batch_fn batch)
+{
+    tk_tick_class_desc cd = {.name = name, .fn = fn, .fn_batch = batch};
+    tk_class_id cls;
+    int rc = tk_tick_class_register(w, &cd, &cls);
+    if (rc)
+        die("tk_tick_class_register", rc);
+    return cls;
+}
+
+static tk_tick_id tick_add(tk_world_t *w, tk_class_id cls, void *target, double interval,
+                           bool batch, const tk_tick_id *prereq)
+{
+    tk_tick_desc d = {0};
+    d.cls = cls;
+    d.target = target;
+    tk_tick_spec_default(&d.spec);
+    d.spec.interval = interval;
+    d.spec.batch = batch;
+    if (prereq) {
+        d.prerequisites = prereq;
+        d.n_prerequisites = 1;
+    }
+    tk_tick_id id;
+    int rc = tk_tick_register(w, &d, &id);
+    if (rc)
+        die("tk_tick_register", rc);
+    return id;
+}
+
+/* Time `frames` frames of `e`, in ns. */
+static double time_frames(tk_engine_t *e, unsigned frames)
+{
+    uint64_t t0 = now_ns();
+    for (unsigned i = 0; i < frames; i++)
+        tk_engine_frame(e);
+    return (double)(now_ns() - t0);
+}
+
+/* ---- tick_ns_per_function_N ---------------------------------------------- */
+
+static double bench_every_frame(unsigned n)
+{
+    tk_engine_t *e = engine_new();
+    tk_world_t *w = tk_engine_world(e);
+    tk_class_id cls = class_add(w, "counter", counter_tick, counter_batch);
+    counter *targets = calloc(n, sizeof *targets);
+    for (unsigned i = 0; i < n; i++)
+        tick_add(w, cls, &targets[i], 0, true, NULL);
+    unsigned frames = 10000000u / n; /* 10M ticks per run */
+    if (frames < 10)
+        frames = 10;
+    time_frames(e, 3 + frames / 4); /* warm-up: schedule built, caches hot */
+    double v[RUNS];
+    for (int r = 0; r < RUNS; r++)
+        v[r] = time_frames(e, frames) / ((double)frames * n);
+    double ns = median(v, RUNS);
+    if (targets[0].n != targets[n - 1].n || targets[0].n == 0) {
+        fprintf(stderr, "bench_tick: counters disagree\n");
+        exit(1);
+    }
+    tk_engine_free(e);
+    free(targets);
+    return ns;
+}
+
+/* ---- ue_baseline_ratio ---------------------------------------------------- */
+
+/*
+ * The workload: 1M functions; function i has interval 0.1 s if i % 10 == 0,
+ * and one prerequisite on a random earlier function if i % 10 == 5.
+ */
+typedef struct baseline_load {
+    unsigned n;
+    int32_t *prereq;          /* index of the prerequisite, -1 for none     */
+} baseline_load;
+
+static baseline_load baseline_make(unsigned n)
+{
+    baseline_load b = {.n = n, .prereq = malloc(n * sizeof(int32_t))};
+    uint64_t seed = 0x5eed0001;
+    for (unsigned i = 0; i < n; i++)
+        b.prereq[i] = (i % 10 == 5) ? (int32_t)(rng_next(&seed) % i) : -1;
+    return b;
+}
+
+static double baseline_interval(unsigned i) { return i % 10 == 0 ? 0.1 : 0; }
+
+static void bench_baseline(unsigned n, double *ratio, double *tickd_ns, double *model_ns)
+{
+    baseline_load load = baseline_make(n);
+
+    tk_engine_t *e = engine_new();
+    tk_world_t *w = tk_engine_world(e);
+    tk_class_id cls = class_add(w, "counter", counter_tick, counter_batch);
+    counter *tt = calloc(n, sizeof *tt);
+    tk_tick_id *ids = malloc(n * sizeof *ids);
+    for (unsigned i = 0; i < n; i++)
+        ids[i] = tick_add(w, cls, &tt[i], baseline_interval(i), true,
+                          load.prereq[i] >= 0 ? &ids[load.prereq[i]] : NULL);
+
+    ue_model_t *m = ue_model_new(NULL); /* hash order, Unreal's behaviour */
+    counter *mt = calloc(n, sizeof *mt);
+    ue_tick_id *mids = malloc(n * sizeof *mids);
+    for (unsigned i = 0; i < n; i++) {
+        ue_tick_desc d;
+        ue_tick_desc_default(&d, counter_tick_ue, &mt[i]);
+        d.interval = baseline_interval(i);
+        if (load.prereq[i] >= 0) {
+            d.prerequisites = &mids[load.prereq[i]];
+            d.n_prerequisites = 1;
+        }
+        int rc = ue_model_register(m, &d, &mids[i]);
+        if (rc)
+            die("ue_model_register", rc);
+    }
+    const uint64_t raw_ns = tk_s_to_ns(FIXED_DT);
+
+    /* Runs of 12 frames: two full 0.1 s interval periods at 60 Hz. */
+    const unsigned frames = 12;
+    time_frames(e, frames);
+    for (unsigned i = 0; i < frames; i++)
+        ue_model_frame(m, raw_ns);
+    double rt[RUNS], rm[RUNS], rr[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        rt[r] = time_frames(e, frames);
+        uint64_t t0 = now_ns();
+        for (unsigned i = 0; i < frames; i++)
+            ue_model_frame(m, raw_ns);
+        rm[r] = (double)(now_ns() - t0);
+        rr[r] = rm[r] / rt[r];
+    }
+    /* Same work on both sides: equal tick counts. */
+    for (unsigned i = 0; i < n; i++) {
+        if (tt[i].n != mt[i].n) {
+            fprintf(stderr, "bench_tick: baseline: function %u ticked %llu times in "
+                            "tickd, %llu in the model\n",
+                    i, (unsigned long long)tt[i].n, (unsigned long long)mt[i].n);
+            exit(1);
+        }
+    }
+    *ratio = median(rr, RUNS);
+    *tickd_ns = median(rt, RUNS) / ((double)frames * n);
+    *model_ns = median(rm, RUNS) / ((double)frames * n);
+    ue_model_free(m);
+    tk_engine_free(e);
+    free(tt);
+    free(mt);
+    free(ids);
+    free(mids);
+    free(load.prereq);
+}
+
+/* ---- interval_ns_per_idle_function_1m ------------------------------------ */
+
+static double bench_idle_interval(unsigned n)
+{
+    tk_engine_t *e = engine_new();
+    tk_world_t *w = tk_engine_world(e);
+    tk_class_id cls = class_add(w, "counter", counter_tick, counter_batch);
+    counter *targets = calloc(n, sizeof *targets);
+    for (unsigned i = 0; i < n; i++)
+        tick_add(w, cls, &targets[i], 10.0, true, NULL);
+    time_frames(e, 1); /* all tick once, then cool down for 10 s = 600 frames */
+    time_frames(e, 4);
+    /* Due again 10 s after the first frame, in frame 600: 1 + 4 + 7 x 80 =
+     * 565 frames stay clear of it. */
+    const unsigned frames = 80;
+    double v[RUNS];
+    for (int r = 0; r < RUNS; r++)
+        v[r] = time_frames(e, frames) / ((double)frames * n);
+    for (unsigned i = 0; i < n; i++) {
+        if (targets[i].n != 1) {
+            fprintf(stderr, "bench_tick: idle interval: function %u ticked %llu times\n",
+                    i, (unsigned long long)targets[i].n);
+            exit(1);
+        }
+    }
+    tk_engine_free(e);
+    free(targets);
+    return median(v, RUNS);
+}
+
+/* ---- batch_speedup ---------------------------------------------------------- */
+
+static tk_engine_t *batch_world(unsigned n, bool batch, body *targets)
+{
+    tk_engine_t *e = engine_new();
+    tk_world_t *w = tk_engine_world(e);
+    tk_class_id cls[8];
+    for (int k = 0; k < 8; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "body%d", k);
+        cls[k] = class_add(w, name, body_fns[k], body_batches[k]);
+    }
+    for (unsigned i = 0; i < n; i++)
+        tick_add(w, cls[i % 8], &targets[i], 0, batch, NULL);
+    return e;
+}
+
+static double bench_batch(unsigned n, double *batched_ns, double *unbatched_ns)
+{
+    body *tb = calloc(n, sizeof *tb), *tu = calloc(n, sizeof *tu);
+    tk_engine_t *eb = batch_world(n, true, tb);
+    tk_engine_t *eu = batch_world(n, false, tu);
+    const unsigned frames = 10;
+    time_frames(eb, frames);
+    time_frames(eu, frames);
+    double vb[RUNS], vu[RUNS], vr[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        vb[r] = time_frames(eb, frames);
+        vu[r] = time_frames(eu, frames);
+        vr[r] = vu[r] / vb[r];
+    }
+    for (unsigned i = 0; i < n; i++) {
+        if (tb[i].x != tu[i].x) {
+            fprintf(stderr, "bench_tick: batch: target %u differs\n", i);
+            exit(1);
+        }
+    }
+    *batched_ns = median(vb, RUNS) / ((double)frames * n);
+    *unbatched_ns = median(vu, RUNS) / ((double)frames * n);
+    tk_engine_free(eb);
+    tk_engine_free(eu);
+    free(tb);
+    free(tu);
+    return median(vr, RUNS);
+}
+
+/* ---- bytes_per_tick_function --------------------------------------------- */
+
+static long rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return -1;
+    long size, resident;
+    int ok = fscanf(f, "%ld %ld", &size, &resident) == 2;
+    fclose(f);
+    return ok ? resident * sysconf(_SC_PAGESIZE) : -1;
+}
+
+/* In the child: RSS growth from registering n functions (and running one
+ * frame, so the schedule they need is built), divided by n. */
+static double bytes_child(unsigned n)
+{
+    tk_engine_t *e = engine_new();
+    tk_world_t *w = tk_engine_world(e);
+    tk_class_id cls = class_add(w, "counter", counter_tick, counter_batch);
+    counter *targets = calloc(n, sizeof *targets);
+    memset(targets, 1, n * sizeof *targets); /* resident before measuring */
+    tk_engine_frame(e);
+    long before = rss_bytes();
+    for (unsigned i = 0; i < n; i++)
+        tick_add(w, cls, &targets[i], 0, true, NULL);
+    tk_engine_frame(e);
+    long after = rss_bytes();
+    if (before < 0 || after < 0)
+        return -1;
+    return (double)(after - before) / n;
+}
+
+static double bench_bytes(unsigned n)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        close(fd[0]);
+        double b = bytes_child(n);
+        ssize_t wr = write(fd[1], &b, sizeof b);
+        _exit(wr == (ssize_t)sizeof b ? 0 : 1);
+    }
+    close(fd[1]);
+    double b = -1;
+    if (read(fd[0], &b, sizeof b) != (ssize_t)sizeof b)
+        b = -1;
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return -1;
+    return b;
+}
+
+int main(void)
+{
+    /* Measured first, before this process's heap has grown. */
+    double bytes = bench_bytes(M1);
+    if (bytes >= 0) {
+        fprintf(stderr, "bytes_per_tick_function: %.1f bytes (RSS growth over 1M)\n", bytes);
+        printf("bytes_per_tick_function=%.1f\n", bytes);
+    } else {
+        fprintf(stderr, "bytes_per_tick_function: could not be measured\n");
+    }
+
+    static const unsigned sizes[] = {10000, 100000, M1};
+    static const char *const keys[] = {"tick_ns_per_function_10k", "tick_ns_per_function_100k",
+                                       "tick_ns_per_function_1m"};
+    for (int i = 0; i < 3; i++) {
+        double ns = bench_every_frame(sizes[i]);
+        fprintf(stderr, "%s: %.3f ns per function per frame (%u every-frame ticks)\n",
+                keys[i], ns, sizes[i]);
+        printf("%s=%.3f\n", keys[i], ns);
+        fflush(stdout);
+    }
+
+    double ratio, tns, mns;
+    bench_baseline(M1, &ratio, &tns, &mns);
+    fprintf(stderr, "ue_baseline_ratio: %.1f (Unreal's algorithm %.1f ns, tickd %.2f ns "
+                    "per function per frame; 1M, 10%% interval 0.1 s, 10%% with a prerequisite)\n",
+            ratio, mns, tns);
+    printf("ue_baseline_ratio=%.2f\n", ratio);
+    printf("ue_baseline_model_ns_per_function=%.2f\n", mns);
+    printf("ue_baseline_tickd_ns_per_function=%.2f\n", tns);
+    fflush(stdout);
+
+    double idle = bench_idle_interval(M1);
+    fprintf(stderr, "interval_ns_per_idle_function_1m: %.4f ns per idle function per frame\n",
+            idle);
+    printf("interval_ns_per_idle_function_1m=%.4f\n", idle);
+    fflush(stdout);
+
+    double bns, uns;
+    double speedup = bench_batch(M1, &bns, &uns);
+    fprintf(stderr, "batch_speedup: %.2f (batched %.2f ns, unbatched %.2f ns per tick; "
+                    "1M ticks of 8 interleaved classes)\n",
+            speedup, bns, uns);
+    printf("batch_speedup=%.2f\n", speedup);
+    return 0;
+}
