@@ -86,6 +86,14 @@ int tk_timer_clear(tk_world_t *w, tk_timer_handle h);
 int tk_timer_pause(tk_world_t *w, tk_timer_handle h);   /* no-op if paused   */
 int tk_timer_unpause(tk_world_t *w, tk_timer_handle h); /* no-op if !paused  */
 
+/*
+ * Snapshot restore: a timer under its saved handle (its slot must be free) in
+ * status pending, active or paused, with `remaining` s and `fired` calls.
+ * Between passes only.  Later handles never collide with restored ones.
+ */
+int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h,
+                     tk_timer_status status, double remaining, uint64_t fired);
+
 /* Clear every timer whose owner is `owner`; returns how many. */
 size_t tk_timer_clear_owner(tk_world_t *w, uint64_t owner);
 

@@ -16,4 +16,7 @@ void tk__timers_free(tk_world_t *w, struct tk__timers *t);
  * post_physics.  Returns the number of callbacks run. */
 uint64_t tk__timers_tick(tk_world_t *w, uint64_t dt_ns);
 
+/* world.load: set the internal time while no timer exists (TK_ESTATE otherwise). */
+int tk__timers_restore_time(tk_world_t *w, uint64_t internal_ns);
+
 #endif

@@ -26,6 +26,7 @@
 #include "world_int.h"
 
 #include "tickd/error.h"
+#include "tickd/timer.h"
 
 int tk__world_error(tk_world_t *w, int code, const char *fmt, ...)
 {
@@ -336,3 +337,29 @@ void tk__world_tick(tk_world_t *w, uint64_t raw_dt_ns)
 }
 
 void tk__world_end_frame(tk_world_t *w) { w->frame++; }
+
+int tk_world_restore_time(tk_world_t *w, uint64_t frame, double world_time, double unpaused_time,
+                          double real_time)
+{
+    if (!w || !(world_time >= 0) || !(unpaused_time >= 0) || !(real_time >= 0) ||
+        !isfinite(world_time) || !isfinite(unpaused_time) || !isfinite(real_time))
+        return tk__world_error(w, TK_EINVAL, "restored times must be finite numbers >= 0");
+    if (w->in_frame)
+        return tk__world_error(w, TK_ESTATE, "clocks cannot be restored during a frame");
+    tk_tick_counts tc;
+    tk_tick_get_counts(w, &tc);
+    tk_timer_counts tm;
+    tk_timer_get_counts(w, &tm);
+    if (tc.registered || tm.active || tm.paused || tm.pending)
+        return tk__world_error(w, TK_ESTATE,
+                               "clocks can only be restored while no tick function or timer exists");
+    uint64_t t = tk_s_to_ns(world_time);
+    if (tk__timers_restore_time(w, t) != 0)
+        return tk__world_error(w, TK_ESTATE, "the timer manager is busy");
+    w->frame = frame;
+    w->time_ns = t;
+    w->unpaused_ns = tk_s_to_ns(unpaused_time);
+    w->real_ns = tk_s_to_ns(real_time);
+    tk__ticks_reset_clocks(w);
+    return 0;
+}

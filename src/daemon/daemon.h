@@ -70,6 +70,12 @@ void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params);
 const char *const *tkd_method_names(void);
 bool tkd_method_exists(const char *name);
 
+/* Timer actions, for snapshots: check one, read a timer's, restore a timer. */
+int tkd_action_check(const json_t *action, char *why, size_t len);
+json_t *tkd_timer_action(tkd *d, tk_timer_handle h);
+int tkd_timer_restore(tkd *d, tk_timer_handle h, double rate, bool loop, tk_timer_status status,
+                      double remaining, uint64_t fired, const json_t *action);
+
 /* The engine.stats object (new reference). */
 json_t *tkd_stats_json(tkd *d);
 

@@ -15,6 +15,7 @@
 
 #include "daemon.h"
 #include "params.h"
+#include "snapshot.h"
 
 #define TRACE_MAX_FRAMES 16
 #define LIST_MAX         1000000
@@ -419,6 +420,32 @@ static void m_world_trace(req *r)
     tk_world_set_trace(d->world, on_trace, d);
     defer(r);
 }
+
+static void snapshot_method(req *r, bool save)
+{
+    KEYS("path");
+    tkd_perr pe;
+    const char *path = r->d->cfg.snapshot_path;
+    READ(tkd_p_str(r->params, "path", "", &path, &pe));
+    if (!path || !path[0]) {
+        fail(r, -32602, "path: required (no [snapshot] path is configured)");
+        return;
+    }
+    char err[TKD_ERR_MAX];
+    json_t *info = NULL;
+    int rc = save ? tkd_snapshot_save(r->d, path, &info, err, sizeof err)
+                  : tkd_snapshot_load(r->d, path, &info, err, sizeof err);
+    if (rc) {
+        fail(r, rc, "%s", err);
+        return;
+    }
+    tk_log_info("world.%s: %s (%lld entities)", save ? "save" : "load", path,
+                (long long)json_integer_value(json_object_get(info, "entities")));
+    ok(r, info);
+}
+
+static void m_world_save(req *r) { snapshot_method(r, true); }
+static void m_world_load(req *r) { snapshot_method(r, false); }
 
 /* ---- levels ------------------------------------------------------------------------- */
 
@@ -958,6 +985,47 @@ static void action_fire(void *ud, tk_timer_handle h, tk_world_t *w)
 static const char *const forbidden_actions[] = {"world.load", "events.subscribe",
                                                 "events.unsubscribe", NULL};
 
+int tkd_action_check(const json_t *a, char *why, size_t len)
+{
+    if (!json_is_object(a)) {
+        snprintf(why, len, ": must be an object {\"method\", \"params\"?}");
+        return -1;
+    }
+    static const char *const ak[] = {"method", "params", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)a, k, v) {
+        bool okk = false;
+        for (size_t i = 0; ak[i] && !okk; i++)
+            okk = !strcmp(ak[i], k);
+        if (!okk) {
+            snprintf(why, len, ".%s: unknown parameter", k);
+            return -1;
+        }
+    }
+    json_t *m = json_object_get(a, "method");
+    if (!json_is_string(m)) {
+        snprintf(why, len, ".method: required (a string)");
+        return -1;
+    }
+    if (!tkd_method_exists(json_string_value(m))) {
+        snprintf(why, len, ".method: unknown method '%s'", json_string_value(m));
+        return -1;
+    }
+    for (size_t i = 0; forbidden_actions[i]; i++) {
+        if (!strcmp(json_string_value(m), forbidden_actions[i])) {
+            snprintf(why, len, ".method: %s cannot be a timer action", forbidden_actions[i]);
+            return -1;
+        }
+    }
+    json_t *p = json_object_get(a, "params");
+    if (p && !json_is_object(p)) {
+        snprintf(why, len, ".params: must be an object");
+        return -1;
+    }
+    return 0;
+}
+
 /* Read an optional action; NULL-safe. Returns -1 after answering. */
 static int read_action(req *r, json_t **out)
 {
@@ -965,42 +1033,41 @@ static int read_action(req *r, json_t **out)
     json_t *a = json_object_get(r->params, "action");
     if (!a)
         return 0;
-    if (!json_is_object(a)) {
-        fail(r, -32602, "action: must be an object {\"method\", \"params\"?}");
-        return -1;
-    }
-    static const char *const ak[] = {"method", "params", NULL};
-    tkd_perr pe;
-    if (tkd_p_keys(a, "action", ak, &pe)) {
-        fail_p(r, &pe);
-        return -1;
-    }
-    const char *m;
-    int rc = tkd_p_str(a, "method", "action", &m, &pe);
-    if (rc <= 0) {
-        if (rc == 0)
-            fail(r, -32602, "action.method: required");
-        else
-            fail_p(r, &pe);
-        return -1;
-    }
-    if (!tkd_method_exists(m)) {
-        fail(r, -32602, "action.method: unknown method '%s'", m);
-        return -1;
-    }
-    for (size_t i = 0; forbidden_actions[i]; i++) {
-        if (!strcmp(m, forbidden_actions[i])) {
-            fail(r, -32602, "action.method: %s cannot be a timer action", m);
-            return -1;
-        }
-    }
-    json_t *p = json_object_get(a, "params");
-    if (p && !json_is_object(p)) {
-        fail(r, -32602, "action.params: must be an object");
+    char why[TKD_ERR_MAX];
+    if (tkd_action_check(a, why, sizeof why) != 0) {
+        fail(r, -32602, "action%s", why);
         return -1;
     }
     *out = json_deep_copy(a);
     return 1;
+}
+
+json_t *tkd_timer_action(tkd *d, tk_timer_handle h)
+{
+    tk_timer_info i;
+    if (tk_timer_get(d->world, h, &i) != 0 || i.owner != 0 || !i.ud)
+        return NULL;
+    const timer_action *ta = i.ud;
+    return ta->action ? json_incref(ta->action) : NULL;
+}
+
+int tkd_timer_restore(tkd *d, tk_timer_handle h, double rate, bool loop, tk_timer_status status,
+                      double remaining, uint64_t fired, const json_t *action)
+{
+    timer_action *ta = tk_calloc(1, sizeof *ta);
+    ta->d = d;
+    ta->action = action ? json_deep_copy(action) : NULL;
+    tk_timer_desc td = {0};
+    td.rate = rate;
+    td.loop = loop;
+    td.first_delay = -1;
+    td.fn = action_fire;
+    td.ud = ta;
+    td.free_ud = action_free;
+    int rc = tk_timer_restore(d->world, &td, h, status, remaining, fired);
+    if (rc)
+        action_free(ta);
+    return rc;
 }
 
 static json_t *timer_json(tkd *d, tk_timer_handle h)
@@ -1382,6 +1449,8 @@ static const method_entry methods[] = {
     {"world.step", m_world_step},
     {"world.set_time_dilation", m_world_set_time_dilation},
     {"world.trace", m_world_trace},
+    {"world.save", m_world_save},
+    {"world.load", m_world_load},
     {"level.list", m_level_list},
     {"level.add", m_level_add},
     {"level.remove", m_level_remove},

@@ -1,0 +1,1194 @@
+/*
+ * timer.c - the world's timer manager: Unreal's FTimerManager semantics
+ * (UE-SEMANTICS 4, tickd/timer.h) on a hierarchical timing wheel.
+ *
+ * What it is
+ * ----------
+ * Timers live in a slab of records (index-linked, with a free list) and, while
+ * active, in one slot of a hierarchical timing wheel over the manager's
+ * internal time in nanoseconds.  A pass (tk__timers_tick) advances internal
+ * time by the world's dilated dt, pulls every timer with expiry < new time out
+ * of the slots it crosses into a scratch array, sorts that due set by
+ * (expiry, seq), and fires it in that order with Unreal's catch-up; then the
+ * timers that were pending are activated.
+ *
+ * What it deliberately is not: it has no clock of its own (time is the dt the
+ * world hands in), no threads, and no bMaxOncePerFrame or level-collection
+ * context (the server has one collection).
+ *
+ * The wheel (in the manner of Linux's kernel/time/timer.c)
+ * --------------------------------------------------------
+ * A wheel tick is 2^20 ns (1.048576 ms): game timers are set in tens of ms to
+ * minutes, and a 60 Hz frame (16.7 ms) crosses about 16 level-0 slots.  There
+ * are 8 levels of 64 slots; each level's slot is 64 times coarser than the one
+ * below:
+ *
+ *   level  slot granularity        holds expiries up to (ahead of the clock)
+ *     0       1.048576 ms             67.1 ms
+ *     1      67.1 ms                   4.29 s
+ *     2       4.29 s                 274.9 s   (4.6 min)
+ *     3     274.9 s                    4.89 h
+ *     4       4.89 h                  13.0 days
+ *     5      13.0 days                 2.28 years
+ *     6       2.28 years             146 years
+ *     7     146 years                  beyond the int64 range (292 years)
+ *
+ * Internal time and expiries are int64 ns (a paused due timer keeps a
+ * negative remaining time, as Unreal's does), so expiry ticks have at most 43
+ * bits and level 7 covers everything: nothing is ever beyond the last level.
+ * Arming saturates at INT64_MAX (libuv's overflow clamping); such a timer
+ * never fires.
+ *
+ * Placement: with c = the wheel clock (internal time >> 20) and e = the expiry
+ * tick (clamped to >= c), a timer goes to the level of the highest bit where e
+ * and c differ (6 bits per level), in slot (e >> 6*level) & 63.  So level k
+ * holds only timers in c's current level-(k+1) "epoch", in slots strictly
+ * after c's own level-k slot (level 0: at or after it).  Consequences:
+ *  - every timer on level k expires after every timer on levels below k, and
+ *    within a level, slot order is time order;
+ *  - when the clock moves from c to c', level k only needs the slots in
+ *    ((c >> 6k), (c' >> 6k)] (level 0: [c, c']); a level whose position did
+ *    not change is not looked at, and neither is any level above it.
+ * Each slot is a doubly linked list of record indices; a 64-bit occupancy
+ * bitmap per level lets a pass visit only non-empty slots in its range
+ * (ctz), so a 16.7 ms pass looks at level 0's ~16 crossed slots and, once
+ * every 4 frames, one level-1 slot.
+ *
+ * A pass from internal time T to T' (clock c -> c') visits the crossed slots,
+ * level 0 first.  Each timer there with expiry < T' is due: it goes to the
+ * scratch array.  The others (only in the slot that holds c' at each level)
+ * are re-placed relative to c', which puts them on a lower level (Linux's old
+ * cascade); levels are visited bottom-up so a re-placed timer is never
+ * visited twice.  Every timer descends at most 7 times in its life.
+ *
+ * Why ordering is exact: all due timers are collected before any fires, so
+ * slot granularity never affects order.  Because of the placement rule the
+ * slots are visited in time order (levels bottom-up, slots by ascending index
+ * - valid slots never wrap within a level), so the scratch array is sorted by
+ * sorting each slot's group alone: O(d log s) for d due timers from slots of
+ * at most s.  Ties on expiry fire in set order (seq), libuv's (deadline, seq)
+ * key; Unreal's binary heap leaves ties arbitrary.
+ *
+ * Complexity:
+ *   set, clear, pause, unpause   O(1) (owner index: O(1) expected)
+ *   pass                         O(slots crossed with timers + due + cascaded)
+ *                                + O(d log s) sort; no allocation once the
+ *                                scratch array has grown to the largest pass
+ *   clear_owner                  O(timers of that owner)
+ *   next_due                     O(timers in the earliest non-empty slot)
+ *   get, exists                  O(1); tk_timer_next O(slab) per full walk
+ *
+ * Clearing is immediate: the record is unlinked and freed at once, and a due
+ * set entry keeps the full handle, so an entry whose timer was cleared (even
+ * if its slot was reused by a new timer meanwhile), paused or made pending is
+ * recognised and skipped (the role of Redis's cancel-during-dispatch mark).
+ * The one deferral: the free_ud of a timer cleared inside its own callback
+ * runs when that callback returns, so the callback never loses its ud.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tickd/clock.h"
+#include "tickd/error.h"
+#include "tickd/timer.h"
+#include "timer_int.h"
+#include "util_int.h"
+#include "world_int.h"
+
+#define NIL UINT32_MAX
+#define IDX_BITS 24
+#define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
+#define SERIAL_MAX ((UINT64_C(1) << 40) - 1)
+
+#define WHEEL_TICK_SHIFT 20 /* level-0 slot: 2^20 ns = 1.048576 ms */
+#define WHEEL_BITS 6
+#define WHEEL_SLOTS 64
+#define WHEEL_LEVELS 8
+
+#define OWNER_SMALL 16 /* clear_owner snapshots this many handles on stack */
+
+/* Where an existing record is linked. */
+enum {
+    IN_NONE = 0,    /* paused, executing */
+    IN_WHEEL = 1,   /* active, in a wheel slot */
+    IN_PENDING = 2, /* pending list */
+    IN_DUE = 3      /* active, in this pass's due set, not fired yet */
+};
+
+typedef struct trec {
+    uint64_t handle;      /* serial << 24 | index; 0 = free record          */
+    int64_t expire;       /* ns: absolute internal time when active or
+                             executing, remaining time when pending/paused  */
+    int64_t rate;         /* ns, >= 1 (0 for set_for_next_tick)             */
+    uint64_t seq;         /* set order: breaks expiry ties                  */
+    uint32_t next, prev;  /* slot / pending list links; next = free list    */
+    uint32_t onext, oprev;/* owner list links                               */
+    uint16_t slot;        /* level * 64 + slot index while IN_WHEEL         */
+    uint8_t status;       /* tk_timer_status                                */
+    uint8_t where;        /* IN_*                                           */
+    bool loop;
+    uint64_t fired;       /* expiries run so far (callback invocations)     */
+    uint64_t owner;       /* 0 = none                                       */
+    tk_timer_fn fn;       /* may be NULL                                    */
+    void *ud;
+    void (*free_ud)(void *ud);
+} trec;
+
+typedef struct due_ent {
+    int64_t expire;       /* ns, the sort key                               */
+    uint64_t seq;         /* tie-break                                      */
+    uint64_t handle;      /* full handle: detects cleared / reused records  */
+} due_ent;
+
+typedef struct owner_ent {
+    uint64_t owner;       /* 0 = empty bucket                               */
+    uint32_t head;        /* first record of this owner's list              */
+} owner_ent;
+
+struct tk__timers {
+    trec *recs;           /* the slab                                       */
+    size_t cap_recs;      /* records allocated                              */
+    uint32_t n_recs;      /* records ever used (high-water mark)            */
+    uint32_t free_head;   /* free list through trec.next                    */
+    uint64_t serial;      /* last serial handed out (1 .. 2^40-1)           */
+    uint64_t seq;         /* last seq handed out                            */
+
+    int64_t now;          /* ns, internal time (InternalTime)               */
+    int64_t clk;          /* wheel clock: now >> WHEEL_TICK_SHIFT           */
+    uint64_t last_ticked; /* world frame of the last pass; UINT64_MAX never */
+
+    uint32_t heads[WHEEL_LEVELS * WHEEL_SLOTS]; /* slot lists, NIL = empty  */
+    uint64_t occupied[WHEEL_LEVELS];            /* bit i: slot i non-empty  */
+    uint32_t pend_head;   /* pending list                                   */
+
+    size_t n_active;      /* active + executing                             */
+    size_t n_paused;
+    size_t n_pending;
+
+    due_ent *due;         /* scratch: this pass's due set, kept between passes */
+    size_t due_cap;       /* entries allocated                              */
+    size_t n_due;         /* entries collected this pass                    */
+    size_t fire_pos;      /* entry being fired                              */
+    bool in_pass;         /* inside tk__timers_tick                         */
+
+    uint32_t exec;        /* record executing, NIL if none                  */
+    uint64_t exec_handle; /* its handle                                     */
+    void (*exec_free)(void *ud); /* free_ud deferred until its callback returns */
+    void *exec_free_ud;
+
+    owner_ent *otab;      /* owner -> list head, linear probing             */
+    unsigned obits;       /* table size = 1 << obits; 0 = no table          */
+    size_t oused;         /* owners in the table                            */
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static inline int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static inline double ns_to_s(int64_t ns) { return (double)ns / 1e9; }
+
+static inline bool ticked_this_frame(const tk_world_t *w)
+{
+    return w->timers->last_ticked == w->frame;
+}
+
+static inline size_t live_count(const struct tk__timers *t)
+{
+    return t->n_active + t->n_paused + t->n_pending;
+}
+
+/* Record index of a live handle, or NIL. */
+static inline uint32_t lookup(const struct tk__timers *t, tk_timer_handle h)
+{
+    uint32_t idx = (uint32_t)(h & IDX_MASK);
+    if (h == TK_TIMER_NONE || idx >= t->n_recs || t->recs[idx].handle != h)
+        return NIL;
+    return idx;
+}
+
+static int unknown_handle(tk_world_t *w, tk_timer_handle h)
+{
+    return tk__world_error(w, TK_ENOENT,
+                           "timer handle %llu is unknown (never set, cleared "
+                           "or finished)",
+                           (unsigned long long)h);
+}
+
+/* ---- the wheel -------------------------------------------------------- */
+
+/*
+ * Link record `idx` (active, with an absolute expiry) into the wheel slot
+ * its expiry belongs to, relative to the current wheel clock.  An expiry
+ * already behind the clock goes to the clock's own level-0 slot, which every
+ * pass visits.
+ */
+static void wheel_add(struct tk__timers *t, uint32_t idx)
+{
+    trec *r = &t->recs[idx];
+    int64_t tick = r->expire > 0 ? r->expire >> WHEEL_TICK_SHIFT : 0;
+    if (tick < t->clk)
+        tick = t->clk;
+    uint64_t diff = (uint64_t)(tick ^ t->clk);
+    unsigned lvl = diff ? (unsigned)(63 - __builtin_clzll(diff)) / WHEEL_BITS : 0;
+    TK_ASSERT(lvl < WHEEL_LEVELS);
+    unsigned i = (unsigned)(tick >> (lvl * WHEEL_BITS)) & (WHEEL_SLOTS - 1);
+    unsigned s = lvl * WHEEL_SLOTS + i;
+
+    r->slot = (uint16_t)s;
+    r->where = IN_WHEEL;
+    r->prev = NIL;
+    r->next = t->heads[s];
+    if (r->next != NIL)
+        t->recs[r->next].prev = idx;
+    t->heads[s] = idx;
+    t->occupied[lvl] |= UINT64_C(1) << i;
+}
+
+static void wheel_del(struct tk__timers *t, uint32_t idx)
+{
+    trec *r = &t->recs[idx];
+    unsigned s = r->slot;
+    if (r->prev != NIL)
+        t->recs[r->prev].next = r->next;
+    else
+        t->heads[s] = r->next;
+    if (r->next != NIL)
+        t->recs[r->next].prev = r->prev;
+    if (t->heads[s] == NIL)
+        t->occupied[s / WHEEL_SLOTS] &= ~(UINT64_C(1) << (s % WHEEL_SLOTS));
+    r->where = IN_NONE;
+}
+
+static void pend_add(struct tk__timers *t, uint32_t idx)
+{
+    trec *r = &t->recs[idx];
+    r->where = IN_PENDING;
+    r->prev = NIL;
+    r->next = t->pend_head;
+    if (r->next != NIL)
+        t->recs[r->next].prev = idx;
+    t->pend_head = idx;
+}
+
+static void pend_del(struct tk__timers *t, uint32_t idx)
+{
+    trec *r = &t->recs[idx];
+    if (r->prev != NIL)
+        t->recs[r->prev].next = r->next;
+    else
+        t->pend_head = r->next;
+    if (r->next != NIL)
+        t->recs[r->next].prev = r->prev;
+    r->where = IN_NONE;
+}
+
+/* Bits a..b of a word (inclusive, a <= b < 64). */
+static inline uint64_t bit_range(unsigned a, unsigned b)
+{
+    return (~UINT64_C(0) >> (63 - b)) & (~UINT64_C(0) << a);
+}
+
+/* ---- sorting the due set ---------------------------------------------- */
+
+static inline bool due_less(const due_ent *a, const due_ent *b)
+{
+    return a->expire < b->expire || (a->expire == b->expire && a->seq < b->seq);
+}
+
+static inline void due_swap(due_ent *a, due_ent *b)
+{
+    due_ent x = *a;
+    *a = *b;
+    *b = x;
+}
+
+static void insertion_sort(due_ent *a, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        due_ent x = a[i];
+        size_t j = i;
+        while (j > 0 && due_less(&x, &a[j - 1])) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+    }
+}
+
+static void sift_down(due_ent *a, size_t root, size_t n)
+{
+    for (;;) {
+        size_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && due_less(&a[c], &a[c + 1]))
+            c++;
+        if (!due_less(&a[root], &a[c]))
+            return;
+        due_swap(&a[root], &a[c]);
+        root = c;
+    }
+}
+
+static void heap_sort(due_ent *a, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(a, i, n);
+    for (size_t end = n; end-- > 1;) {
+        due_swap(&a[0], &a[end]);
+        sift_down(a, 0, end);
+    }
+}
+
+/*
+ * Introsort of a slot's group: quicksort (median of three, Hoare partition,
+ * recursion on the smaller side), heap sort past `depth`, insertion sort for
+ * small ranges.  Keys are unique (seq), so no three-way partition is needed.
+ */
+static void due_sort(due_ent *a, size_t n, unsigned depth)
+{
+    while (n > 16) {
+        if (depth-- == 0) {
+            heap_sort(a, n);
+            return;
+        }
+        size_t mid = n / 2;
+        if (due_less(&a[mid], &a[0]))
+            due_swap(&a[mid], &a[0]);
+        if (due_less(&a[n - 1], &a[0]))
+            due_swap(&a[n - 1], &a[0]);
+        if (due_less(&a[n - 1], &a[mid]))
+            due_swap(&a[n - 1], &a[mid]);
+        due_ent p = a[mid];
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (due_less(&a[i], &p))
+                i++;
+            while (due_less(&p, &a[j]))
+                j--;
+            if (i >= j)
+                break;
+            due_swap(&a[i], &a[j]);
+            i++;
+            j--;
+        }
+        /* [0, j] <= p <= [j + 1, n), both non-empty */
+        size_t left = j + 1;
+        if (left < n - left) {
+            due_sort(a, left, depth);
+            a += left;
+            n -= left;
+        } else {
+            due_sort(a + left, n - left, depth);
+            n = left;
+        }
+    }
+    insertion_sort(a, n);
+}
+
+/* ---- owner index ------------------------------------------------------ */
+
+static inline size_t owner_home(const struct tk__timers *t, uint64_t owner)
+{
+    return (size_t)((owner * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - t->obits));
+}
+
+/* Bucket of `owner`, or SIZE_MAX. */
+static size_t owner_find(const struct tk__timers *t, uint64_t owner)
+{
+    if (!t->obits)
+        return SIZE_MAX;
+    size_t mask = ((size_t)1 << t->obits) - 1;
+    for (size_t i = owner_home(t, owner);; i = (i + 1) & mask) {
+        if (t->otab[i].owner == owner)
+            return i;
+        if (t->otab[i].owner == 0)
+            return SIZE_MAX;
+    }
+}
+
+/*
+ * Make room for one more owner (load factor <= 1/2).  Returns 0, or -1 with
+ * nothing changed when memory runs out.
+ */
+static int owner_reserve(struct tk__timers *t)
+{
+    size_t cap = t->obits ? (size_t)1 << t->obits : 0;
+    if ((t->oused + 1) * 2 <= cap)
+        return 0;
+    unsigned nbits = t->obits ? t->obits + 1 : 4;
+    owner_ent *nt = tk_try_calloc((size_t)1 << nbits, sizeof *nt);
+    if (!nt)
+        return -1;
+    owner_ent *old = t->otab;
+    t->otab = nt;
+    t->obits = nbits;
+    size_t mask = ((size_t)1 << nbits) - 1;
+    for (size_t k = 0; k < cap; k++) {
+        if (!old[k].owner)
+            continue;
+        size_t i = owner_home(t, old[k].owner);
+        while (nt[i].owner)
+            i = (i + 1) & mask;
+        nt[i] = old[k];
+    }
+    tk_free(old);
+    return 0;
+}
+
+/* Put record `idx` (owner != 0) on its owner's list; room was reserved. */
+static void owner_link(struct tk__timers *t, uint32_t idx)
+{
+    trec *r = &t->recs[idx];
+    size_t pos = owner_find(t, r->owner);
+    r->oprev = NIL;
+    if (pos == SIZE_MAX) {
+        size_t mask = ((size_t)1 << t->obits) - 1;
+        pos = owner_home(t, r->owner);
+        while (t->otab[pos].owner)
+            pos = (pos + 1) & mask;
+        t->otab[pos].owner = r->owner;
+        t->oused++;
+        r->onext = NIL;
+    } else {
+        r->onext = t->otab[pos].head;
+        t->recs[r->onext].oprev = idx;
+    }
+    t->otab[pos].head = idx;
+}
+
+/* Empty bucket `i` with backward-shift deletion (no tombstones). */
+static void owner_erase(struct tk__timers *t, size_t i)
+{
+    size_t mask = ((size_t)1 << t->obits) - 1;
+    for (;;) {
+        t->otab[i].owner = 0;
+        size_t j = i;
+        for (;;) {
+            j = (j + 1) & mask;
+            if (!t->otab[j].owner) {
+                t->oused--;
+                return;
+            }
+            size_t k = owner_home(t, t->otab[j].owner);
+            bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+            if (!stays)
+                break;
+        }
+        t->otab[i] = t->otab[j];
+        i = j;
+    }
+}
+
+static void owner_unlink(struct tk__timers *t, uint32_t idx)
+{
+    trec *r = &t->recs[idx];
+    size_t pos = owner_find(t, r->owner);
+    if (TK_NEVER(pos == SIZE_MAX))
+        return;
+    if (r->oprev != NIL)
+        t->recs[r->oprev].onext = r->onext;
+    else
+        t->otab[pos].head = r->onext;
+    if (r->onext != NIL)
+        t->recs[r->onext].oprev = r->oprev;
+    if (t->otab[pos].head == NIL)
+        owner_erase(t, pos);
+}
+
+/* ---- record lifecycle ------------------------------------------------- */
+
+/*
+ * Remove a live timer for good, whatever its state: unlink it, free the
+ * record (its handle is unknown from here on) and call its free_ud - at once,
+ * or when its callback returns if it is the timer executing now.  free_ud may
+ * call back into the manager; nothing of the record is touched after it.
+ */
+static void release(struct tk__timers *t, uint32_t idx)
+{
+    trec *r = &t->recs[idx];
+    if (r->where == IN_WHEEL)
+        wheel_del(t, idx);
+    else if (r->where == IN_PENDING)
+        pend_del(t, idx);
+    if (r->status == TK_TIMER_PENDING)
+        t->n_pending--;
+    else if (r->status == TK_TIMER_PAUSED)
+        t->n_paused--;
+    else
+        t->n_active--;
+    if (r->owner)
+        owner_unlink(t, idx);
+
+    void (*free_ud)(void *) = r->free_ud;
+    void *ud = r->ud;
+    bool executing = idx == t->exec && r->handle == t->exec_handle;
+    memset(r, 0, sizeof *r);
+    r->where = IN_NONE;
+    r->next = t->free_head;
+    t->free_head = idx;
+
+    if (!free_ud)
+        return;
+    if (executing) {
+        t->exec_free = free_ud;
+        t->exec_free_ud = ud;
+    } else {
+        free_ud(ud);
+    }
+}
+
+/*
+ * Create a timer.  `next_tick`: SetTimerForNextTick (active at the current
+ * internal time); otherwise active at now + delay if the manager has ticked
+ * this frame, else pending with `delay` remaining.  Arguments are valid;
+ * fails with TK_ELIMIT / TK_ENOMEM before changing anything.
+ */
+static int add_timer(tk_world_t *w, const tk_timer_desc *desc, int64_t rate,
+                     bool loop, int64_t delay, bool next_tick,
+                     tk_timer_handle *out)
+{
+    struct tk__timers *t = w->timers;
+    if (live_count(t) >= TK_TIMER_MAX)
+        return tk__world_error(w, TK_ELIMIT, "too many timers (at most %u)",
+                               (unsigned)TK_TIMER_MAX);
+    if (t->free_head == NIL && t->n_recs == t->cap_recs &&
+        tk__try_grow((void **)&t->recs, &t->cap_recs, (size_t)t->n_recs + 1,
+                     sizeof *t->recs) < 0)
+        return tk__world_error(w, TK_ENOMEM, "out of memory for a new timer");
+    if (desc->owner && owner_find(t, desc->owner) == SIZE_MAX &&
+        owner_reserve(t) < 0)
+        return tk__world_error(w, TK_ENOMEM, "out of memory for a new timer");
+
+    uint32_t idx;
+    if (t->free_head != NIL) {
+        idx = t->free_head;
+        t->free_head = t->recs[idx].next;
+    } else {
+        idx = t->n_recs++;
+    }
+    t->serial = t->serial >= SERIAL_MAX ? 1 : t->serial + 1;
+
+    trec *r = &t->recs[idx];
+    memset(r, 0, sizeof *r);
+    r->handle = (t->serial << IDX_BITS) | idx;
+    r->rate = rate;
+    r->loop = loop;
+    r->seq = ++t->seq;
+    r->owner = desc->owner;
+    r->fn = desc->fn;
+    r->ud = desc->ud;
+    r->free_ud = desc->free_ud;
+    if (next_tick || ticked_this_frame(w)) {
+        r->status = TK_TIMER_ACTIVE;
+        r->expire = next_tick ? t->now : sat_add(t->now, delay);
+        wheel_add(t, idx);
+        t->n_active++;
+    } else {
+        r->status = TK_TIMER_PENDING;
+        r->expire = delay;
+        pend_add(t, idx);
+        t->n_pending++;
+    }
+    if (r->owner)
+        owner_link(t, idx);
+    *out = r->handle;
+    return 0;
+}
+
+/* ---- the pass --------------------------------------------------------- */
+
+static inline void push_due(struct tk__timers *t, uint32_t idx)
+{
+    trec *r = &t->recs[idx];
+    TK_GROW(t->due, t->due_cap, t->n_due + 1);
+    due_ent *e = &t->due[t->n_due++];
+    e->expire = r->expire;
+    e->seq = r->seq;
+    e->handle = r->handle;
+    r->where = IN_DUE;
+}
+
+/*
+ * Advance internal time to `now2` and move every active timer with expiry <
+ * now2 from the wheel to the due set, sorted by (expiry, seq); re-place the
+ * others met on the way relative to the new clock.  No callback runs here.
+ */
+static void collect(struct tk__timers *t, int64_t now2)
+{
+    int64_t c0 = t->clk, c1 = now2 >> WHEEL_TICK_SHIFT;
+    t->now = now2;
+    t->clk = c1;
+    t->n_due = 0;
+
+    for (unsigned lvl = 0; lvl < WHEEL_LEVELS; lvl++) {
+        unsigned sh = lvl * WHEEL_BITS;
+        int64_t lo = (c0 >> sh) + (lvl ? 1 : 0), hi = c1 >> sh;
+        if (hi < lo)
+            break; /* this level's position did not move, nor any above */
+        uint64_t mask;
+        if (hi - lo >= WHEEL_SLOTS - 1) {
+            mask = ~UINT64_C(0);
+        } else {
+            unsigned a = (unsigned)lo & (WHEEL_SLOTS - 1);
+            unsigned b = (unsigned)hi & (WHEEL_SLOTS - 1);
+            mask = a <= b ? bit_range(a, b)
+                          : bit_range(a, WHEEL_SLOTS - 1) | bit_range(0, b);
+        }
+        uint64_t bits = t->occupied[lvl] & mask;
+        while (bits) {
+            unsigned i = (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            unsigned s = lvl * WHEEL_SLOTS + i;
+            uint32_t idx = t->heads[s];
+            t->heads[s] = NIL;
+            t->occupied[lvl] &= ~(UINT64_C(1) << i);
+            size_t group = t->n_due;
+            while (idx != NIL) {
+                uint32_t next = t->recs[idx].next;
+                if (t->recs[idx].expire < now2)
+                    push_due(t, idx);
+                else
+                    wheel_add(t, idx); /* lands on a lower level */
+                idx = next;
+            }
+            due_sort(t->due + group, t->n_due - group, 64);
+        }
+    }
+#ifndef NDEBUG
+    for (size_t k = 1; k < t->n_due; k++)
+        TK_ASSERT(due_less(&t->due[k - 1], &t->due[k]));
+#endif
+}
+
+/*
+ * Fire the due set in order (Unreal's Tick step 2).  An entry is skipped if
+ * its timer was cleared, paused or made pending since it was collected.  A
+ * looping timer runs CallCount = trunc((now - expire) / rate) + 1 calls back
+ * to back, stopping early if a call cleared it or changed its status; if it
+ * is still executing afterwards it is re-armed at expire + CallCount * rate
+ * (> now, so never again this pass), else a one-shot is removed.  Returns
+ * the calls made.
+ */
+static uint64_t fire(tk_world_t *w, struct tk__timers *t)
+{
+    uint64_t total = 0;
+    for (t->fire_pos = 0; t->fire_pos < t->n_due; t->fire_pos++) {
+        const due_ent e = t->due[t->fire_pos];
+        uint32_t idx = (uint32_t)(e.handle & IDX_MASK);
+        trec *r = &t->recs[idx];
+        if (r->handle != e.handle || r->where != IN_DUE)
+            continue;
+        r->where = IN_NONE;
+        r->status = TK_TIMER_EXECUTING;
+        t->exec = idx;
+        t->exec_handle = e.handle;
+
+        uint64_t calls = 1;
+        if (r->loop)
+            calls = (uint64_t)((t->now - r->expire) / r->rate) + 1;
+        if (!r->fn) {
+            r->fired += calls;
+            total += calls;
+        } else {
+            for (uint64_t c = 0; c < calls; c++) {
+                tk_timer_fn fn = r->fn;
+                void *ud = r->ud;
+                r->fired++;
+                total++;
+                fn(ud, e.handle, w);
+                r = &t->recs[idx]; /* the slab may have moved */
+                if (r->handle != e.handle || r->status != TK_TIMER_EXECUTING)
+                    break;
+            }
+        }
+        t->exec = NIL;
+        t->exec_handle = 0;
+        if (t->exec_free) {
+            void (*free_ud)(void *) = t->exec_free;
+            t->exec_free = NULL;
+            free_ud(t->exec_free_ud);
+            t->exec_free_ud = NULL;
+        }
+
+        r = &t->recs[idx];
+        if (r->handle != e.handle || r->status != TK_TIMER_EXECUTING)
+            continue; /* cleared, paused or made pending by a callback */
+        if (r->loop) {
+            int64_t late = t->now - r->expire;
+            /* expire + calls * rate without overflow */
+            r->expire = sat_add(t->now - late % r->rate, r->rate);
+            r->status = TK_TIMER_ACTIVE;
+            wheel_add(t, idx);
+        } else {
+            release(t, idx);
+        }
+    }
+    return total;
+}
+
+/* End of the pass: pending timers become active at now + remaining. */
+static void activate_pending(struct tk__timers *t)
+{
+    uint32_t idx = t->pend_head;
+    t->pend_head = NIL;
+    while (idx != NIL) {
+        trec *r = &t->recs[idx];
+        uint32_t next = r->next;
+        r->expire = sat_add(t->now, r->expire);
+        r->status = TK_TIMER_ACTIVE;
+        wheel_add(t, idx);
+        idx = next;
+    }
+    t->n_active += t->n_pending;
+    t->n_pending = 0;
+}
+
+uint64_t tk__timers_tick(tk_world_t *w, uint64_t dt_ns)
+{
+    struct tk__timers *t = w->timers;
+    TK_ASSERT(t);
+    if (t->last_ticked == w->frame || TK_NEVER(t->in_pass))
+        return 0;
+    int64_t dt = dt_ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)dt_ns;
+
+    t->in_pass = true;
+    collect(t, sat_add(t->now, dt));
+    uint64_t calls = fire(w, t);
+    t->n_due = 0;
+    t->fire_pos = 0;
+    t->last_ticked = w->frame;
+    activate_pending(t);
+    t->in_pass = false;
+    return calls;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+struct tk__timers *tk__timers_new(void)
+{
+    struct tk__timers *t = tk_calloc(1, sizeof *t);
+    memset(t->heads, 0xff, sizeof t->heads); /* NIL */
+    t->free_head = NIL;
+    t->pend_head = NIL;
+    t->exec = NIL;
+    t->last_ticked = UINT64_MAX;
+    return t;
+}
+
+/*
+ * Free every timer (each free_ud once, in slab order) and the manager.  The
+ * world is being freed: free_ud must not call back into the manager.
+ */
+void tk__timers_free(tk_world_t *w, struct tk__timers *t)
+{
+    (void)w;
+    if (!t)
+        return;
+    for (uint32_t i = 0; i < t->n_recs; i++) {
+        trec *r = &t->recs[i];
+        if (!r->handle)
+            continue;
+        void (*free_ud)(void *) = r->free_ud;
+        void *ud = r->ud;
+        r->handle = 0;
+        if (free_ud)
+            free_ud(ud);
+    }
+    tk_free(t->recs);
+    tk_free(t->due);
+    tk_free(t->otab);
+#ifndef NDEBUG
+    memset(t, 0xff, sizeof *t);
+#endif
+    tk_free(t);
+}
+
+/* ---- public API ------------------------------------------------------- */
+
+const char *tk_timer_status_name(tk_timer_status s)
+{
+    switch (s) {
+    case TK_TIMER_PENDING:
+        return "pending";
+    case TK_TIMER_ACTIVE:
+        return "active";
+    case TK_TIMER_PAUSED:
+        return "paused";
+    case TK_TIMER_EXECUTING:
+        return "executing";
+    }
+    return "unknown";
+}
+
+/* Seconds -> ns for a validated rate or delay (finite, >= 0). */
+static int64_t secs_to_ns(double s) { return (int64_t)tk_s_to_ns(s); }
+
+/*
+ * SetTimer.  Validates everything first (desc and out non-NULL, rate > 0,
+ * finite and at least 1 ns, first_delay finite); on error nothing changes
+ * and the world's last error names the argument.
+ */
+int tk_timer_set(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle *out)
+{
+    TK_ASSERT(w && w->timers);
+    if (!desc)
+        return tk__world_error(w, TK_EINVAL, "timer desc must not be NULL");
+    if (!out)
+        return tk__world_error(w, TK_EINVAL, "out must not be NULL");
+    if (!(desc->rate > 0) || !isfinite(desc->rate))
+        return tk__world_error(w, TK_EINVAL, "rate must be > 0 and finite");
+    int64_t rate = secs_to_ns(desc->rate);
+    if (rate < 1)
+        return tk__world_error(w, TK_EINVAL, "rate must be at least 1 ns");
+    if (!isfinite(desc->first_delay))
+        return tk__world_error(w, TK_EINVAL,
+                               "first_delay must be finite (< 0 means rate)");
+    int64_t delay = desc->first_delay >= 0 ? secs_to_ns(desc->first_delay) : rate;
+    return add_timer(w, desc, rate, desc->loop, delay, false, out);
+}
+
+/* SetTimerForNextTick: active at the current internal time, rate 0, once. */
+int tk_timer_set_for_next_tick(tk_world_t *w, const tk_timer_desc *desc,
+                               tk_timer_handle *out)
+{
+    TK_ASSERT(w && w->timers);
+    if (!desc)
+        return tk__world_error(w, TK_EINVAL, "timer desc must not be NULL");
+    if (!out)
+        return tk__world_error(w, TK_EINVAL, "out must not be NULL");
+    return add_timer(w, desc, 0, false, 0, true, out);
+}
+
+/* ClearTimer: immediate; the handle is unknown from here on. */
+int tk_timer_clear(tk_world_t *w, tk_timer_handle h)
+{
+    TK_ASSERT(w && w->timers);
+    uint32_t idx = lookup(w->timers, h);
+    if (idx == NIL)
+        return unknown_handle(w, h);
+    release(w->timers, idx);
+    return 0;
+}
+
+/*
+ * PauseTimer.  The remaining time (expire - now, negative for a timer that
+ * was due) is kept.  An executing timer stops its remaining calls; if it is
+ * a one-shot it is removed instead (Unreal's rule).
+ */
+int tk_timer_pause(tk_world_t *w, tk_timer_handle h)
+{
+    TK_ASSERT(w && w->timers);
+    struct tk__timers *t = w->timers;
+    uint32_t idx = lookup(t, h);
+    if (idx == NIL)
+        return unknown_handle(w, h);
+    trec *r = &t->recs[idx];
+    switch ((tk_timer_status)r->status) {
+    case TK_TIMER_PAUSED:
+        return 0;
+    case TK_TIMER_PENDING:
+        pend_del(t, idx);
+        t->n_pending--;
+        break;
+    case TK_TIMER_ACTIVE:
+        if (r->where == IN_WHEEL)
+            wheel_del(t, idx);
+        r->where = IN_NONE; /* a due set entry is skipped */
+        r->expire -= t->now;
+        t->n_active--;
+        break;
+    case TK_TIMER_EXECUTING:
+        if (!r->loop) {
+            release(t, idx);
+            return 0;
+        }
+        r->expire -= t->now;
+        t->n_active--;
+        break;
+    }
+    r->status = TK_TIMER_PAUSED;
+    t->n_paused++;
+    return 0;
+}
+
+/*
+ * UnPauseTimer.  Before the manager's pass has finished this frame (callbacks
+ * included) the timer becomes pending and is activated at the end of the
+ * pass; after it, active at once at now + remaining.
+ */
+int tk_timer_unpause(tk_world_t *w, tk_timer_handle h)
+{
+    TK_ASSERT(w && w->timers);
+    struct tk__timers *t = w->timers;
+    uint32_t idx = lookup(t, h);
+    if (idx == NIL)
+        return unknown_handle(w, h);
+    trec *r = &t->recs[idx];
+    if (r->status != TK_TIMER_PAUSED)
+        return 0;
+    t->n_paused--;
+    if (ticked_this_frame(w)) {
+        r->expire = sat_add(t->now, r->expire);
+        r->status = TK_TIMER_ACTIVE;
+        wheel_add(t, idx);
+        t->n_active++;
+    } else {
+        r->status = TK_TIMER_PENDING;
+        pend_add(t, idx);
+        t->n_pending++;
+    }
+    return 0;
+}
+
+/*
+ * ClearAllTimersForObject.  The owner's handles are snapshotted first, so a
+ * free_ud that sets or clears timers of the same owner cannot make the walk
+ * loop or touch a freed record.
+ */
+size_t tk_timer_clear_owner(tk_world_t *w, uint64_t owner)
+{
+    TK_ASSERT(w && w->timers);
+    struct tk__timers *t = w->timers;
+    if (!owner)
+        return 0;
+    size_t pos = owner_find(t, owner);
+    if (pos == SIZE_MAX)
+        return 0;
+    size_t n = 0;
+    for (uint32_t i = t->otab[pos].head; i != NIL; i = t->recs[i].onext)
+        n++;
+    tk_timer_handle small[OWNER_SMALL];
+    tk_timer_handle *hs = n <= OWNER_SMALL ? small : tk_malloc(n * sizeof *hs);
+    size_t k = 0;
+    for (uint32_t i = t->otab[pos].head; i != NIL; i = t->recs[i].onext)
+        hs[k++] = t->recs[i].handle;
+
+    size_t cleared = 0;
+    for (k = 0; k < n; k++) {
+        uint32_t idx = lookup(t, hs[k]);
+        if (idx != NIL) {
+            release(t, idx);
+            cleared++;
+        }
+    }
+    if (hs != small)
+        tk_free(hs);
+    return cleared;
+}
+
+/*
+ * GetTimerRate / Elapsed / Remaining and the rest in one call.
+ * Active: remaining = expire - now, elapsed = rate - remaining.  Executing:
+ * remaining 0, elapsed as active.  Pending/paused: remaining = the stored
+ * remaining, elapsed = rate - remaining (negative with a long first_delay).
+ */
+int tk_timer_get(const tk_world_t *w, tk_timer_handle h, tk_timer_info *out)
+{
+    TK_ASSERT(w && w->timers);
+    const struct tk__timers *t = w->timers;
+    if (!out)
+        return TK_EINVAL;
+    uint32_t idx = lookup(t, h);
+    if (idx == NIL)
+        return TK_ENOENT;
+    const trec *r = &t->recs[idx];
+    int64_t rem;
+    if (r->status == TK_TIMER_ACTIVE || r->status == TK_TIMER_EXECUTING)
+        rem = r->expire - t->now;
+    else
+        rem = r->expire;
+    int64_t el;
+    out->handle = h;
+    out->status = (tk_timer_status)r->status;
+    out->rate = ns_to_s(r->rate);
+    out->loop = r->loop;
+    if (__builtin_sub_overflow(r->rate, rem, &el))
+        out->elapsed = ns_to_s(r->rate) - ns_to_s(rem);
+    else
+        out->elapsed = ns_to_s(el);
+    out->remaining = r->status == TK_TIMER_EXECUTING ? 0.0 : ns_to_s(rem);
+    out->fired = r->fired;
+    out->owner = r->owner;
+    out->ud = r->ud;
+    return 0;
+}
+
+bool tk_timer_exists(const tk_world_t *w, tk_timer_handle h)
+{
+    TK_ASSERT(w && w->timers);
+    return lookup(w->timers, h) != NIL;
+}
+
+bool tk_timer_next(const tk_world_t *w, uint64_t *cursor, tk_timer_handle *out)
+{
+    TK_ASSERT(w && w->timers);
+    const struct tk__timers *t = w->timers;
+    if (!cursor || !out)
+        return false;
+    for (uint64_t i = *cursor; i < t->n_recs; i++) {
+        if (t->recs[i].handle) {
+            *out = t->recs[i].handle;
+            *cursor = i + 1;
+            return true;
+        }
+    }
+    *cursor = t->n_recs;
+    return false;
+}
+
+void tk_timer_get_counts(const tk_world_t *w, tk_timer_counts *out)
+{
+    TK_ASSERT(w && w->timers);
+    if (!out)
+        return;
+    out->active = w->timers->n_active;
+    out->paused = w->timers->n_paused;
+    out->pending = w->timers->n_pending;
+}
+
+double tk_timer_manager_time(const tk_world_t *w)
+{
+    TK_ASSERT(w && w->timers);
+    return ns_to_s(w->timers->now);
+}
+
+bool tk_timer_ticked_this_frame(const tk_world_t *w)
+{
+    TK_ASSERT(w && w->timers);
+    return ticked_this_frame(w);
+}
+
+/*
+ * The earliest active timer is on the lowest non-empty level, in its lowest
+ * occupied slot (placement rule above); the slot's list is unsorted, so this
+ * is O(timers in that slot).  Inside a pass, a due timer not yet fired makes
+ * the answer 0.
+ */
+double tk_timer_next_due(const tk_world_t *w)
+{
+    TK_ASSERT(w && w->timers);
+    const struct tk__timers *t = w->timers;
+    if (t->in_pass) {
+        for (size_t k = t->fire_pos; k < t->n_due; k++) {
+            const trec *r = &t->recs[t->due[k].handle & IDX_MASK];
+            if (r->handle == t->due[k].handle && r->where == IN_DUE)
+                return 0.0;
+        }
+    }
+    for (unsigned lvl = 0; lvl < WHEEL_LEVELS; lvl++) {
+        if (!t->occupied[lvl])
+            continue;
+        unsigned s = lvl * WHEEL_SLOTS + (unsigned)__builtin_ctzll(t->occupied[lvl]);
+        int64_t best = INT64_MAX;
+        for (uint32_t i = t->heads[s]; i != NIL; i = t->recs[i].next)
+            best = TK_MIN(best, t->recs[i].expire);
+        return best > t->now ? ns_to_s(best - t->now) : 0.0;
+    }
+    return -1.0;
+}
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+/*
+ * Restore the internal time (world.load): only while no timer exists.
+ * Returns 0 or TK_ESTATE.
+ */
+int tk__timers_restore_time(tk_world_t *w, uint64_t internal_ns)
+{
+    struct tk__timers *t = w->timers;
+    if (live_count(t) != 0 || t->in_pass)
+        return TK_ESTATE;
+    t->now = (int64_t)internal_ns;
+    t->clk = t->now >> WHEEL_TICK_SHIFT;
+    t->last_ticked = UINT64_MAX;
+    return 0;
+}
+
+int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h,
+                     tk_timer_status status, double remaining, uint64_t fired)
+{
+    TK_ASSERT(w && w->timers);
+    struct tk__timers *t = w->timers;
+    uint32_t idx = (uint32_t)(h & ((UINT64_C(1) << IDX_BITS) - 1));
+    uint64_t serial = h >> IDX_BITS;
+    if (!desc || !(desc->rate > 0) || !isfinite(desc->rate))
+        return tk__world_error(w, TK_EINVAL, "rate must be > 0 and finite");
+    if (serial == 0 || serial > SERIAL_MAX || idx >= TK_TIMER_MAX)
+        return tk__world_error(w, TK_EINVAL, "%llu is not a timer handle",
+                               (unsigned long long)h);
+    if (!isfinite(remaining) || remaining < 0)
+        return tk__world_error(w, TK_EINVAL, "remaining must be a finite number >= 0");
+    if (status != TK_TIMER_PENDING && status != TK_TIMER_ACTIVE && status != TK_TIMER_PAUSED)
+        return tk__world_error(w, TK_EINVAL, "a restored timer is pending, active or paused");
+    if (t->in_pass)
+        return tk__world_error(w, TK_ESTATE, "timers cannot be restored during a pass");
+    if (idx < t->n_recs && t->recs[idx].handle != 0)
+        return tk__world_error(w, TK_EEXIST, "timer slot %u is taken", idx);
+    if (desc->owner && owner_find(t, desc->owner) == SIZE_MAX && owner_reserve(t) < 0)
+        return tk__world_error(w, TK_ENOMEM, "out of memory for a timer");
+    if (idx < t->n_recs) {
+        uint32_t *pp = &t->free_head;
+        while (*pp != NIL && *pp != idx)
+            pp = &t->recs[*pp].next;
+        if (*pp != idx)
+            return tk__world_error(w, TK_ESTATE, "timer slot %u is not free", idx);
+        *pp = t->recs[idx].next;
+    } else {
+        if (tk__try_grow((void **)&t->recs, &t->cap_recs, (size_t)idx + 1, sizeof *t->recs) < 0)
+            return tk__world_error(w, TK_ENOMEM, "out of memory for a timer");
+        for (uint32_t k = t->n_recs; k < idx; k++) {
+            memset(&t->recs[k], 0, sizeof t->recs[k]);
+            t->recs[k].next = t->free_head;
+            t->free_head = k;
+        }
+        t->n_recs = idx + 1;
+    }
+    if (serial > t->serial)
+        t->serial = serial;
+    trec *r = &t->recs[idx];
+    memset(r, 0, sizeof *r);
+    r->handle = h;
+    r->rate = secs_to_ns(desc->rate);
+    if (r->rate < 1)
+        r->rate = 1;
+    r->loop = desc->loop;
+    r->seq = ++t->seq;
+    r->owner = desc->owner;
+    r->fn = desc->fn;
+    r->ud = desc->ud;
+    r->free_ud = desc->free_ud;
+    r->fired = fired;
+    int64_t rem = secs_to_ns(remaining);
+    switch (status) {
+    case TK_TIMER_ACTIVE:
+        r->status = TK_TIMER_ACTIVE;
+        r->expire = sat_add(t->now, rem);
+        wheel_add(t, idx);
+        t->n_active++;
+        break;
+    case TK_TIMER_PENDING:
+        r->status = TK_TIMER_PENDING;
+        r->expire = rem;
+        pend_add(t, idx);
+        t->n_pending++;
+        break;
+    default:
+        r->status = TK_TIMER_PAUSED;
+        r->expire = rem;
+        r->where = IN_NONE;
+        t->n_paused++;
+        break;
+    }
+    if (r->owner)
+        owner_link(t, idx);
+    return 0;
+}
