@@ -50,6 +50,12 @@ INTEG_LIB  := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
 BENCH_SRC  := $(wildcard bench/bench_*.c)
 BENCH_LIB  := $(filter-out $(BENCH_SRC),$(wildcard bench/*.c))
 EXAMPLES   := $(wildcard examples/*.c)
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build/fuzz
+FUZZ_FLAGS   := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+REPLAY_BIN   := $(if $(FUZZ_SRC),$(BUILD)/tests/fuzz/replay)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -77,6 +83,7 @@ BINARIES += $(TICKLOAD)
 endif
 
 .PHONY: all deps build run check check-run unit integration bench benchbins clean install uninstall \
+        fuzz fuzzbins valgrind soak \
         tests examples
 .DEFAULT_GOAL := all
 
@@ -143,7 +150,7 @@ $(BUILD)/examples/%: $(call obj,examples/%.c) $(LIBTICKD)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
-tests: $(BINARIES) $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN)
+tests: $(BINARIES) $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(REPLAY_BIN)
 
 run: deps
 	@$(MAKE) --no-print-directory build
@@ -157,13 +164,58 @@ check: deps
 
 check-run:
 	@$(MAKE) --no-print-directory tests
-	@BUILD=$(BUILD) SAN=$(SAN) scripts/run-tests.sh $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN)
+	@BUILD=$(BUILD) SAN=$(SAN) scripts/run-tests.sh $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(REPLAY_BIN)
 
 bench: deps
 	@$(MAKE) --no-print-directory BUILD=build/bench SAN= OPT="-O2 -g" benchbins
 	@scripts/bench.sh build/bench
 
 benchbins: build $(BENCH_BIN)
+
+# libFuzzer targets (clang): tests/fuzz/fuzz_<name>.c each define
+# tkd_fuzz_<name>(data, size); tests/fuzz/libfuzzer.c is their libFuzzer entry
+# and tests/fuzz/replay.c a plain main that replays corpora (make check runs it).
+
+$(BUILD)/tests/fuzz/replay: $(call obj,tests/fuzz/replay.c $(FUZZ_SRC)) $(LIBDAEMON) $(LIBTICKD)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,$(DAEMON_PKGS)) -lm -ldl -lpthread
+
+fuzzbins: deps
+	@command -v clang >/dev/null || { echo "fuzz: clang is needed (apt-get install clang)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang SAN= OPT="-O1 -g $(FUZZ_FLAGS)" \
+	  $(FUZZ_BUILD)/libtickd.a $(FUZZ_BUILD)/libtickdd.a \
+	  $(foreach n,$(FUZZ_NAMES),$(FUZZ_BUILD)/obj/tests/fuzz/fuzz_$(n).o) \
+	  $(FUZZ_BUILD)/obj/tests/fuzz/libfuzzer.o
+	@for n in $(FUZZ_NAMES); do \
+	  clang -fsanitize=fuzzer,address,undefined -DTKD_FUZZ_TARGET=tkd_fuzz_$$n -o $(FUZZ_BUILD)/fuzz_$$n \
+	    -Iinclude -Isrc tests/fuzz/libfuzzer.c $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_$$n.o \
+	    $(FUZZ_BUILD)/libtickdd.a $(FUZZ_BUILD)/libtickd.a \
+	    $$($(PKG_CONFIG) --libs $(DAEMON_PKGS)) -lm -ldl -lpthread || exit 1; \
+	done
+
+# make fuzz FUZZ_SECONDS=60: run each target for that long on its corpus.
+fuzz: fuzzbins
+	@for n in $(FUZZ_NAMES); do \
+	  mkdir -p build/fuzz/corpus-$$n; \
+	  echo "== fuzz_$$n for $(FUZZ_SECONDS) s"; \
+	  $(FUZZ_BUILD)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \
+	    -artifact_prefix=build/fuzz/crash-$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
+	    || exit 1; \
+	done
+
+# Daemon integration tests under valgrind (zero errors, zero definite leaks).
+valgrind: deps
+	@command -v valgrind >/dev/null || { echo "valgrind: apt-get install valgrind" >&2; exit 1; }
+	@$(MAKE) --no-print-directory BUILD=build/valgrind SAN= OPT="-O1 -g" tests
+	@TICKD_BIN=build/valgrind/tickd TICKD_VALGRIND=1 BUILD=build/valgrind \
+	  scripts/run-tests.sh $(patsubst $(BUILD)/%,build/valgrind/%,$(INTEG_BIN))
+
+# make soak SOAK_SECONDS=600: a long mixed run with checks (not part of check).
+SOAK_SECONDS ?= 600
+soak: deps
+	@$(MAKE) --no-print-directory BUILD=build/bench SAN= OPT="-O2 -g" build
+	@SOAK_SECONDS=$(SOAK_SECONDS) TICKD_BIN=build/bench/tickd TICKCTL_BIN=build/bench/tickctl \
+	  scripts/soak.sh
 
 clean:
 	rm -rf build

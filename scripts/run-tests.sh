@@ -12,6 +12,16 @@ failed=()
 for t in "$@"; do
   [ -x "$t" ] || continue
   echo "== $t ($label)"
+  expected="examples/$(basename "$t").expected"
+  if [ -f "$expected" ] && [[ "$t" == */examples/* ]]; then
+    # An example's output is part of its contract: compare it.
+    if "$t" >"$t.out" && diff -u "$expected" "$t.out"; then
+      echo "$t: output matches $expected"
+    else
+      failed+=("$t")
+    fi
+    continue
+  fi
   if ! "$t"; then failed+=("$t"); fi
 done
 if [ ${#failed[@]} -gt 0 ]; then

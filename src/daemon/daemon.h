@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "logging.h"
+#include "notify.h"
 #include "server.h"
 #include "sim/sim.h"
 #include "tickd/tickd.h"
@@ -50,13 +51,22 @@ typedef struct tkd {
     uint64_t internal_errors;   /* method errors outside of requests          */
 
     tkd_ratelimit_t behind_rl;  /* "can't keep up" warnings                   */
+    bool offline;               /* no socket (fuzzing, tests): tkd_init_offline */
     tk_ticker_handle stats_ticker;
+    tkd_notify notify;          /* systemd notify socket and watchdog         */
+    tk_ticker_handle status_ticker; /* STATUS= to systemd, every few seconds  */
     uint64_t next_autosave_frame;
 } tkd;
 
 /* Create the daemon from a loaded config (binds the socket, creates levels).
  * On error writes a sentence in err and returns non-zero. */
 int tkd_init(tkd *d, char *err, size_t errlen);
+/* An engine and entity layer from the config, without socket, signals or
+ * event loop, for driving methods directly (fuzz targets, tests): frames run
+ * with tk_engine_frame; world.save/load always use cfg.snapshot_path. */
+int tkd_init_offline(tkd *d, char *err, size_t errlen);
+void tkd_fini_offline(tkd *d);
+
 /* Run frames until shutdown or cfg max frames (0 = forever). */
 void tkd_run(tkd *d, uint64_t max_frames);
 /* Graceful teardown: answer what is pending, close clients, remove the socket. */

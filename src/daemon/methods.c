@@ -170,7 +170,9 @@ json_t *tkd_stats_json(tkd *d)
     tk_timer_counts tm;
     tk_timer_get_counts(d->world, &tm);
     tkd_server_stats ss;
-    tkd_server_get_stats(d->srv, &ss);
+    memset(&ss, 0, sizeof ss);
+    if (d->srv)
+        tkd_server_get_stats(d->srv, &ss);
     json_t *o = json_object();
     json_object_set_new(o, "frame", jid(st.frame));
     json_object_set_new(o, "world_time", json_real(t.world_time));
@@ -230,7 +232,7 @@ static void m_engine_info(req *r)
         json_array_append_new(c, json_string(tks_class_name(tks_class_at(d->sim, i))));
     json_object_set_new(o, "classes", c);
     json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
-    json_object_set_new(o, "socket", json_string(tkd_server_path(d->srv)));
+    json_object_set_new(o, "socket", d->srv ? json_string(tkd_server_path(d->srv)) : json_null());
     json_object_set_new(o, "tick_rate", json_real(tk_engine_tick_rate(d->engine)));
     json_object_set_new(o, "fixed_dt", json_real(tk_engine_fixed_dt(d->engine)));
     json_object_set_new(o, "config", d->cfg.path ? json_string(d->cfg.path) : json_null());
@@ -427,6 +429,8 @@ static void snapshot_method(req *r, bool save)
     tkd_perr pe;
     const char *path = r->d->cfg.snapshot_path;
     READ(tkd_p_str(r->params, "path", "", &path, &pe));
+    if (r->d->offline)
+        path = r->d->cfg.snapshot_path; /* never a path from the input */
     if (!path || !path[0]) {
         fail(r, -32602, "path: required (no [snapshot] path is configured)");
         return;

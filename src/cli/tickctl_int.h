@@ -1,0 +1,161 @@
+/*
+ * tickctl_int.h - the pieces of tickctl, the command-line client of tickd,
+ * shared between its source files.  Not installed, not part of libtickd.
+ *
+ * tickctl is built from the files of src/cli against jansson and libm only: no
+ * libevent, no libtickd (it includes tickd/tickd.h for TICKD_VERSION alone).
+ * The modules:
+ *   util.c     growable byte buffer, must-succeed allocation, messages
+ *   params.c   command-line arguments -> the request's "params" object
+ *   jsonout.c  JSON text, pretty or compact, in the order the keys arrived
+ *   conn.c     the Unix stream socket: connect, send, read one line at a time
+ *   tickctl.c  options, --help, one request, --watch
+ *
+ * Exit statuses (the command line is part of the protocol contract):
+ * 0 success, 1 failure reported by or about tickd, 2 usage error or the
+ * socket cannot be connected.
+ */
+#ifndef TICKD_CLI_TICKCTL_INT_H
+#define TICKD_CLI_TICKCTL_INT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define TK_CTL_EXIT_OK 0    /* result printed; --watch interrupted */
+#define TK_CTL_EXIT_FAIL 1  /* error response, bad response, timeout, I/O */
+#define TK_CTL_EXIT_USAGE 2 /* bad command line; socket cannot be connected */
+
+/* Longest response line accepted (bytes, without the newline).  A listing of
+ * 1,000,000 ids is about 8 MB, so this only stops a runaway peer. */
+#define TK_CTL_MAX_LINE ((size_t)1 << 30)
+
+/* ---- util.c ------------------------------------------------------------ */
+
+/* A growable byte buffer.  Zero-initialise it; free with tk__ctl_buf_free. */
+typedef struct tk_ctl_buf {
+    char *data; /* bytes (not NUL-terminated unless a caller appends one) */
+    size_t len; /* bytes in use */
+    size_t cap; /* bytes allocated */
+} tk_ctl_buf_t;
+
+/* Make room for at least `extra` more bytes after `len` (doubling growth).
+ * Exits with status 1 and a message when memory runs out. */
+void tk__ctl_buf_reserve(tk_ctl_buf_t *b, size_t extra);
+/* Append `n` bytes / a NUL-terminated string / one byte (same OOM policy). */
+void tk__ctl_buf_append(tk_ctl_buf_t *b, const void *p, size_t n);
+void tk__ctl_buf_puts(tk_ctl_buf_t *b, const char *s);
+void tk__ctl_buf_putc(tk_ctl_buf_t *b, char c);
+/* Release the memory; the buffer is empty and reusable afterwards. */
+void tk__ctl_buf_free(tk_ctl_buf_t *b);
+
+/* printf into a fresh heap string owned by the caller (free()); exits with
+ * status 1 on OOM, so it never returns NULL. */
+char *tk__ctl_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Whether the `n` bytes of `s` are well-formed UTF-8 (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), as jansson requires of
+ * every string and key. */
+bool tk__ctl_utf8_valid(const char *s, size_t n);
+
+/* Report running out of memory on stderr and exit with status 1.  Also used
+ * when jansson returns NULL from a constructor (its only failure is OOM). */
+__attribute__((noreturn)) void tk__ctl_oom(void);
+
+/* ---- params.c ---------------------------------------------------------- */
+
+/*
+ * Build the "params" object of a request from the arguments that follow
+ * METHOD: either exactly one JSON object (the argument starts with `{`), or
+ * key=value pairs, where a value is JSON if it is one complete JSON value and
+ * a string otherwise, and dotted keys build nested objects.
+ *
+ * On success returns 0 and stores a new object in *out (caller owns it), or
+ * NULL when argc is 0 (the request then has no "params" member).  On a usage
+ * error returns -1 and stores a heap sentence in *err (caller frees); *out is
+ * untouched.
+ */
+int tk__ctl_params_build(int argc, char *const argv[], json_t **out, char **err);
+
+/*
+ * Parse one command-line value: the JSON value it spells when the whole text
+ * is one JSON value, else the text as a JSON string.  Text that starts with
+ * `{` or `[`, or looks like a JSON number, yet does not parse is an error
+ * rather than a string (a typo in an object must not pass silently): returns
+ * NULL and stores a heap sentence in *err.  The returned value is new.
+ */
+json_t *tk__ctl_value_parse(const char *text, char **err);
+
+/* ---- jsonout.c --------------------------------------------------------- */
+
+/*
+ * Append `v` as JSON text to `b`: with `indent` > 0, pretty with that many
+ * spaces per level (", " / ": " separators, one member per line, empty
+ * containers as {} and []); with 0, compact.  Object members come out in the
+ * order they were received (jansson keeps insertion order); reals use the
+ * shortest text that reads back as the same double.  No trailing newline.
+ */
+void tk__ctl_json_append(tk_ctl_buf_t *b, const json_t *v, int indent);
+
+/* ---- conn.c ------------------------------------------------------------ */
+
+#define TK_CTL_ECONNECT (-1)  /* connect failed: see err (errno) */
+#define TK_CTL_ETIMEDOUT (-2) /* the deadline passed */
+#define TK_CTL_ESTOPPED (-3)  /* *stop was set by a signal handler */
+#define TK_CTL_ECLOSED (-4)   /* peer closed or reset the connection */
+#define TK_CTL_EPARTIAL (-5)  /* peer closed in the middle of a line */
+#define TK_CTL_ETOOLONG (-6)  /* a line longer than TK_CTL_MAX_LINE */
+#define TK_CTL_EIO (-7)       /* another system error: see err (errno) */
+
+/* One connection to tickd.  Caller-allocated; tk__ctl_conn_open fills it. */
+typedef struct tk_ctl_conn {
+    int fd;                 /* non-blocking stream socket, -1 when closed */
+    int err;                /* errno of the last ECONNECT/EIO/ECLOSED */
+    uint64_t deadline_ns;   /* CLOCK_MONOTONIC ns after which waits fail
+                               with ETIMEDOUT; 0 = wait forever */
+    const sigset_t *waitmask; /* signal mask while blocked in ppoll (so the
+                                 signals that set *stop can only arrive
+                                 there); NULL = keep the current mask */
+    volatile sig_atomic_t *stop; /* set by a signal handler to end waits
+                                    with ESTOPPED; NULL = none */
+    tk_ctl_buf_t in;        /* received bytes; [start, len) unconsumed */
+    size_t start;           /* offset of the first unconsumed byte */
+    size_t scan;            /* offset up to which no '\n' was found */
+} tk_ctl_conn_t;
+
+/* Nanoseconds on CLOCK_MONOTONIC. */
+uint64_t tk__ctl_now_ns(void);
+
+/*
+ * Connect `c` to the Unix stream socket at `path`.  The caller sets
+ * deadline_ns, waitmask and stop first (the rest is initialised here).  A
+ * listener whose backlog is full is retried every 10 ms until the deadline.
+ * Returns 0, TK_CTL_ECONNECT (c->err holds the errno; ENAMETOOLONG for a path
+ * that does not fit sun_path), TK_CTL_ETIMEDOUT or TK_CTL_ESTOPPED.  On
+ * failure the connection is closed and only tk__ctl_conn_close is valid.
+ */
+int tk__ctl_conn_open(tk_ctl_conn_t *c, const char *path);
+
+/*
+ * Send all `n` bytes of `p`, waiting for room as needed.  Returns 0,
+ * TK_CTL_ECLOSED (the peer closed: it may still have left a response to read),
+ * TK_CTL_ETIMEDOUT, TK_CTL_ESTOPPED or TK_CTL_EIO.  Never raises SIGPIPE.
+ */
+int tk__ctl_conn_send(tk_ctl_conn_t *c, const char *p, size_t n);
+
+/*
+ * Read the next line.  On 0, *line points at its bytes inside c->in and *len
+ * is its length without the "\n" (and without a "\r" before it); both stay
+ * valid until the next call.  Otherwise returns TK_CTL_ECLOSED (clean end of
+ * stream between lines), TK_CTL_EPARTIAL, TK_CTL_ETOOLONG, TK_CTL_ETIMEDOUT,
+ * TK_CTL_ESTOPPED or TK_CTL_EIO.
+ */
+int tk__ctl_conn_read_line(tk_ctl_conn_t *c, const char **line, size_t *len);
+
+/* Close the socket and free the buffer; safe on a closed or failed conn. */
+void tk__ctl_conn_close(tk_ctl_conn_t *c);
+
+#endif

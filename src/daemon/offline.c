@@ -1,0 +1,45 @@
+/*
+ * offline.c - a daemon without its socket: the engine and entity layer built
+ * from the config, for running methods directly (fuzz targets, tests).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon.h"
+
+int tkd_init_offline(tkd *d, char *err, size_t errlen)
+{
+    tk_engine_desc ed;
+    tk_engine_desc_default(&ed);
+    ed.tick_rate = 0;
+    ed.fixed_dt = d->cfg.fixed_dt > 0 ? d->cfg.fixed_dt : 1.0 / 60;
+    ed.max_dt = d->cfg.max_dt;
+    ed.time_dilation = d->cfg.time_dilation;
+    if (tk_engine_new(&ed, &d->engine) != 0) {
+        snprintf(err, errlen, "invalid engine settings");
+        return -1;
+    }
+    d->world = tk_engine_world(d->engine);
+    tks_config sc = {.max_entities = d->cfg.max_entities};
+    d->sim = tks_new(d->engine, &sc);
+    d->offline = true;
+    for (size_t i = 0; i < d->cfg.levels.count; i++) {
+        char serr[TKS_ERR_MAX];
+        if (strcmp(d->cfg.levels.items[i], "persistent") != 0 &&
+            tks_level_add(d->sim, d->cfg.levels.items[i], serr) != 0) {
+            snprintf(err, errlen, "[world] levels: %s", serr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void tkd_fini_offline(tkd *d)
+{
+    tkd_methods_shutdown(d);
+    tks_free(d->sim);
+    tk_engine_free(d->engine);
+    d->sim = NULL;
+    d->engine = NULL;
+    d->world = NULL;
+}
