@@ -220,15 +220,51 @@ soak: deps
 clean:
 	rm -rf build
 
+# make install PREFIX=/usr/local DESTDIR= SYSCONFDIR=/etc: binaries, library and
+# headers, man pages, the systemd units (ExecStart and the config path follow
+# PREFIX and SYSCONFDIR), the sysusers.d snippet (user and group tickd), and
+# SYSCONFDIR/tickd/tickd.ini: config/tickd.ini with the service's socket and
+# snapshot paths, installed only when no such file exists.
+SYSCONFDIR  ?= /etc
+MANDIR      ?= $(PREFIX)/share/man
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+INST_CONFIG := $(DESTDIR)$(SYSCONFDIR)/tickd/tickd.ini
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/tickd
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/tickd \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
+	  $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/tickd $(BUILD)/install
 	install -m 0644 $(LIBTICKD) $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 include/tickd/*.h $(DESTDIR)$(PREFIX)/include/tickd/
-	$(if $(wildcard $(TICKD)),install -m 0755 $(TICKD) $(DESTDIR)$(PREFIX)/bin/)
-	$(if $(wildcard $(TICKCTL)),install -m 0755 $(TICKCTL) $(DESTDIR)$(PREFIX)/bin/)
+	install -m 0755 $(filter $(TICKD) $(TICKCTL),$(BINARIES)) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 man/tickd.8 $(DESTDIR)$(MANDIR)/man8/tickd.8
+	install -m 0644 man/tickctl.1 $(DESTDIR)$(MANDIR)/man1/tickctl.1
+	sed -e 's|/usr/local/bin/tickd |$(PREFIX)/bin/tickd |' -e 's|/etc/tickd/|$(SYSCONFDIR)/tickd/|' \
+	  systemd/tickd.service > $(BUILD)/install/tickd.service
+	install -m 0644 $(BUILD)/install/tickd.service $(DESTDIR)$(UNITDIR)/tickd.service
+	install -m 0644 systemd/tickd.socket $(DESTDIR)$(UNITDIR)/tickd.socket
+	install -m 0644 systemd/tickd.sysusers $(DESTDIR)$(SYSUSERSDIR)/tickd.conf
+	@if [ -e $(INST_CONFIG) ]; then \
+	  echo "install: keeping $(INST_CONFIG)"; \
+	else \
+	  sed -e 's|^socket = run/tickd.sock$$|socket = /run/tickd/tickd.sock|' \
+	      -e 's|^path = run/tickd.snapshot.json$$|path = /var/lib/tickd/tickd.snapshot.json|' \
+	      config/tickd.ini > $(BUILD)/install/tickd.ini && \
+	  grep -q '^socket = /run/tickd/tickd.sock$$' $(BUILD)/install/tickd.ini && \
+	  grep -q '^path = /var/lib/tickd/tickd.snapshot.json$$' $(BUILD)/install/tickd.ini || \
+	  { echo "install: config/tickd.ini: cannot set the service's socket and snapshot paths" >&2; exit 1; }; \
+	  echo "install -m 0644 $(BUILD)/install/tickd.ini $(INST_CONFIG)"; \
+	  install -m 0644 $(BUILD)/install/tickd.ini $(INST_CONFIG); \
+	fi
 
+# Removes what install put there, except the config file (the operator's).
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libtickd.a $(DESTDIR)$(PREFIX)/bin/tickd $(DESTDIR)$(PREFIX)/bin/tickctl
 	rm -rf $(DESTDIR)$(PREFIX)/include/tickd
+	rm -f $(DESTDIR)$(MANDIR)/man8/tickd.8 $(DESTDIR)$(MANDIR)/man1/tickctl.1
+	rm -f $(DESTDIR)$(UNITDIR)/tickd.service $(DESTDIR)$(UNITDIR)/tickd.socket
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/tickd.conf
+	@if [ -e $(INST_CONFIG) ]; then echo "uninstall: kept $(INST_CONFIG)"; fi
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

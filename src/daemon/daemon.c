@@ -3,12 +3,14 @@
  *
  *   init:   engine (from config) -> entity layer -> levels -> event base ->
  *           control socket -> signals (libevent evsignal: handlers only set
- *           flags) -> "ready".
+ *           flags) -> "ready" (READY=1 to systemd, notify.h).
  *   frame:  wait hook = libevent loop until the deadline (precise timer),
  *           then a short spin; pre_world = SIGHUP reload + the queued
  *           requests (deferred commands); post_frame = answered-later
  *           requests, frame/overrun events, the "can't keep up" warning,
- *           replies flushed before the next wait (Redis beforeSleep).
+ *           replies flushed before the next wait (Redis beforeSleep),
+ *           the systemd watchdog ping (also from a long idle wait, never
+ *           while a frame runs).
  *   fini:   answer what is pending, stop accepting, flush, close, remove
  *           the socket file.
  */
@@ -68,6 +70,28 @@ static bool stats_tick(void *ud, double dt)
     return true;
 }
 
+/* systemd's STATUS= line: "tick rate 60 Hz, 59.9 TPS, 1000 entities". */
+static void status_text(tkd *d, char *buf, size_t len)
+{
+    tk_engine_stats st;
+    tk_engine_get_stats(d->engine, &st);
+    char rate[32] = "unlimited";
+    if (st.target_hz > 0)
+        snprintf(rate, sizeof rate, "%g Hz", st.target_hz);
+    snprintf(buf, len, "tick rate %s, %.1f TPS, %llu entities", rate, st.tps_1s,
+             (unsigned long long)tks_entity_count(d->sim));
+}
+
+static bool status_tick(void *ud, double dt)
+{
+    (void)dt;
+    tkd *d = ud;
+    char buf[128];
+    status_text(d, buf, sizeof buf);
+    tkd_notify_status(&d->notify, buf);
+    return true;
+}
+
 /* ---- hooks ----------------------------------------------------------------------- */
 
 static void on_wake(evutil_socket_t fd, short what, void *ud)
@@ -88,8 +112,12 @@ static void wait_hook(void *ud, uint64_t deadline)
         return;
     }
     uint64_t now = tk_clock_now_ns();
+    tkd_notify_watchdog(&d->notify, now); /* a long idle wait between frames */
     if (deadline > now + SPIN_NS) {
         uint64_t ns = deadline - now - SPIN_NS;
+        uint64_t ping = tkd_notify_watchdog_due(&d->notify);
+        if (ping > now && ping - now < ns)
+            ns = ping - now; /* the engine calls again until the deadline */
         struct timeval tv = {(time_t)(ns / 1000000000ull), (suseconds_t)((ns % 1000000000ull) / 1000)};
         event_add(d->wake, &tv);
         event_base_loop(d->base, EVLOOP_ONCE);
@@ -141,12 +169,16 @@ static void do_reload(tkd *d)
 {
     char err[512];
     d->reload = false;
+    tkd_notify_reloading(&d->notify);
     tk_log_info("SIGHUP: reloading %s", d->cfg.path ? d->cfg.path : "(built-in defaults)");
     int n = tkd_config_reload(&d->cfg, NULL, reload_change, d, err, sizeof err);
     if (n < 0)
         tk_log_error("reload failed, nothing changed: %s", err);
     else
         tk_log_info("reload done: %d setting%s changed", n, n == 1 ? "" : "s");
+    char status[128];
+    status_text(d, status, sizeof status);
+    tkd_notify_ready(&d->notify, status);
 }
 
 static void exec_call(void *ud, tkd_call *call)
@@ -195,6 +227,7 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
                         st.mspt.p50, (double)f->period_ns / 1e6,
                         suppressed ? " (more warnings suppressed)" : "");
     }
+    tkd_notify_watchdog(&d->notify, f->start_ns + f->work_ns); /* a frame completed */
     if (d->shutdown)
         tk_engine_stop(d->engine);
 }
@@ -210,6 +243,7 @@ static void on_signal(evutil_socket_t sig, short what, void *ud)
     } else {
         if (!d->shutdown)
             tk_log_info("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        tkd_notify_stopping(&d->notify);
         d->shutdown = true;
         tk_engine_stop(d->engine);
     }
@@ -220,6 +254,7 @@ static void on_signal(evutil_socket_t sig, short what, void *ud)
 
 int tkd_init(tkd *d, char *err, size_t errlen)
 {
+    tkd_notify_init(&d->notify);
     tk_engine_desc ed;
     tk_engine_desc_default(&ed);
     ed.tick_rate = d->cfg.tick_rate;
@@ -271,6 +306,8 @@ int tkd_init(tkd *d, char *err, size_t errlen)
     sc2.limits.max_pending = d->cfg.max_pending;
     sc2.limits.max_batch = d->cfg.max_batch;
     sc2.limits.max_output = d->cfg.max_output;
+    if (tkd_notify_listen_fd(&sc2.listen_fd, err, errlen) != 0)
+        return -1;
     if (tkd_server_new(d->base, &sc2, &d->srv, err, errlen) != 0)
         return -1;
 
@@ -285,9 +322,16 @@ int tkd_init(tkd *d, char *err, size_t errlen)
     tkd_logging_set_forward(on_log_forward, d);
     tk_ticker_add(d->engine, 1.0, stats_tick, d, &d->stats_ticker);
     tk_log_info("tickd %s ready: socket %s, %g Hz%s, %zu level%s", TKD_VERSION,
-                tkd_server_path(d->srv), d->cfg.tick_rate,
+                tkd_server_path(d->srv) ? tkd_server_path(d->srv) : "from systemd (LISTEN_FDS)",
+                d->cfg.tick_rate,
                 d->cfg.fixed_dt > 0 ? " (fixed dt)" : "", tk_level_count(d->world),
                 tk_level_count(d->world) == 1 ? "" : "s");
+    if (tkd_notify_enabled(&d->notify)) {
+        char status[128];
+        status_text(d, status, sizeof status);
+        tkd_notify_ready(&d->notify, status);
+        tk_ticker_add(d->engine, TKD_NOTIFY_STATUS_S, status_tick, d, &d->status_ticker);
+    }
     return 0;
 }
 
@@ -307,6 +351,7 @@ void tkd_run(tkd *d, uint64_t max_frames)
 void tkd_fini(tkd *d)
 {
     if (d->srv) {
+        tkd_notify_stopping(&d->notify); /* SIGTERM sent it already */
         tkd_server_shutting_down(d->srv);
         /* Requests that arrived during the last frame still run and answer. */
         tkd_server_drain(d->srv, exec_call, d);
@@ -332,4 +377,5 @@ void tkd_fini(tkd *d)
     d->base = NULL;
     d->sim = NULL;
     d->engine = NULL;
+    tkd_notify_fini(&d->notify);
 }
