@@ -140,6 +140,12 @@ int tk_engine_frame(tk_engine_t *e)
     uint64_t wait_start = now;
     if (period) {
         uint64_t deadline = e->last_start_ns + period;
+        if (now >= deadline && e->world->frame > 0) {
+            /* Behind schedule: no wait, but the hook still polls once (the
+             * daemon's socket must not starve while frames overrun). */
+            e->wait(e->wait_ud, 0);
+            now = e->clock(e->clock_ud);
+        }
         while (now < deadline && !e->stop) {
             e->wait(e->wait_ud, deadline);
             now = e->clock(e->clock_ud);

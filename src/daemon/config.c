@@ -72,9 +72,10 @@ static const tkd_config_key keys[] = {
      F(max_line), "bytes",
      "Longest request line; a longer one is refused and its connection "
      "closed."},
-    {"control", "max_pending", TKD_CFG_UINT, "1024", 1, 1000000, true,
+    {"control", "max_pending", TKD_CFG_UINT, "16384", 1, 1000000, true,
      F(max_pending), "requests",
-     "Requests queued per client before new ones are refused."},
+     "Requests queued per client before new ones are refused (batch "
+     "members count one each)."},
     {"control", "max_batch", TKD_CFG_UINT, "10000", 1, 1000000, true,
      F(max_batch), "requests", "Requests in one JSON-RPC batch."},
     {"control", "max_output", TKD_CFG_BYTES, "16777216", 65536, 1073741824,

@@ -19,11 +19,14 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon.h"
+#include "snapshot.h"
 
-#define SPIN_NS 80000ull /* the last stretch before a deadline is spun */
+#define SPIN_NS 120000ull        /* the last stretch before a deadline is spun */
+#define DRAIN_MARGIN_NS 500000ull /* stop running requests this long before it */
 
 /* ---- events ---------------------------------------------------------------- */
 
@@ -102,6 +105,79 @@ static void on_wake(evutil_socket_t fd, short what, void *ud)
     event_base_loopbreak(d->base);
 }
 
+static void exec_call(void *ud, tkd_call *call);
+
+/* [snapshot] load_on_start: a missing file is a fresh start, a bad one
+ * refuses to start (its error names the JSON path). */
+static int load_snapshot_at_start(tkd *d, char *err, size_t errlen)
+{
+    const char *path = d->cfg.snapshot_path;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        tk_log_info("snapshot: %s does not exist, starting with an empty world", path);
+        return 0;
+    }
+    char e2[512];
+    json_t *info = NULL;
+    int rc = tkd_snapshot_load(d, path, &info, e2, sizeof e2);
+    if (rc) {
+        snprintf(err, errlen, "[snapshot] load_on_start: %s", e2);
+        return -1;
+    }
+    tk_log_info("snapshot: loaded %s (%lld entities, %lld timers, %lld tickables)", path,
+                (long long)json_integer_value(json_object_get(info, "entities")),
+                (long long)json_integer_value(json_object_get(info, "timers")),
+                (long long)json_integer_value(json_object_get(info, "tickables")));
+    json_decref(info);
+    /* Levels the config asks for that the snapshot did not have. */
+    for (size_t i = 0; i < d->cfg.levels.count; i++) {
+        tk_level_id l;
+        char serr[TKS_ERR_MAX];
+        if (tk_level_find(d->world, d->cfg.levels.items[i], &l) != 0 &&
+            tks_level_add(d->sim, d->cfg.levels.items[i], serr) != 0) {
+            snprintf(err, errlen, "[world] levels: %s", serr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void save_snapshot(tkd *d, const char *why)
+{
+    char err[512];
+    json_t *info = NULL;
+    if (tkd_snapshot_save(d, d->cfg.snapshot_path, &info, err, sizeof err) != 0) {
+        tk_log_error("snapshot (%s): %s", why, err);
+        return;
+    }
+    tk_log_info("snapshot (%s): saved %s (%lld entities, %lld bytes)", why, d->cfg.snapshot_path,
+                (long long)json_integer_value(json_object_get(info, "entities")),
+                (long long)json_integer_value(json_object_get(info, "bytes")));
+    json_decref(info);
+}
+
+/* [snapshot] autosave_s, on the core ticker (between frames). */
+static bool autosave_tick(void *ud, double dt)
+{
+    (void)dt;
+    tkd *d = ud;
+    save_snapshot(d, "autosave");
+    return true;
+}
+
+/*
+ * Between frames the world is at a frame boundary: requests that arrived are
+ * executed now rather than at the next frame's start (lower latency, and the
+ * queue keeps draining at socket speed), as long as they leave the frame its
+ * deadline.  Whatever is left runs in the next frame's pre_world hook.
+ */
+static void drain_between_frames(tkd *d, uint64_t deadline)
+{
+    while (tk_clock_now_ns() + DRAIN_MARGIN_NS < deadline &&
+           tkd_server_drain_some(d->srv, exec_call, d, 64) > 0)
+        ;
+}
+
 static void wait_hook(void *ud, uint64_t deadline)
 {
     tkd *d = ud;
@@ -122,6 +198,8 @@ static void wait_hook(void *ud, uint64_t deadline)
         event_add(d->wake, &tv);
         event_base_loop(d->base, EVLOOP_ONCE);
         event_del(d->wake);
+        if (!d->reload)
+            drain_between_frames(d, deadline);
         tkd_server_flush(d->srv);
         return;
     }
@@ -163,6 +241,13 @@ static void reload_change(void *ud, const tkd_config_key *key, const char *old_t
         tk_world_set_slow_tick(d->world, (uint64_t)(d->cfg.slow_tick_ms * 1e6), on_slow_tick, d);
     else if (!strcmp(s, "log") && !strcmp(n, "level"))
         tk_log_set_level(d->cfg.log_level);
+    else if (!strcmp(s, "snapshot") && !strcmp(n, "autosave_s")) {
+        if (d->autosave_ticker)
+            tk_ticker_remove(d->engine, d->autosave_ticker);
+        d->autosave_ticker = TK_TICKER_NONE;
+        if (d->cfg.autosave_s > 0)
+            tk_ticker_add(d->engine, d->cfg.autosave_s, autosave_tick, d, &d->autosave_ticker);
+    }
 }
 
 static void do_reload(tkd *d)
@@ -306,6 +391,17 @@ int tkd_init(tkd *d, char *err, size_t errlen)
     sc2.limits.max_pending = d->cfg.max_pending;
     sc2.limits.max_batch = d->cfg.max_batch;
     sc2.limits.max_output = d->cfg.max_output;
+    if (d->cfg.plugins.count) {
+        /* Entity classes from shared objects are not supported by this build:
+         * refuse rather than run without the classes the operator asked for. */
+        snprintf(err, errlen, "[plugins] load = %s: plugins are not supported by this build",
+                 d->cfg.plugins.items[0]);
+        return -1;
+    }
+    if (d->cfg.load_on_start && load_snapshot_at_start(d, err, errlen) != 0)
+        return -1;
+    if (d->cfg.autosave_s > 0)
+        tk_ticker_add(d->engine, d->cfg.autosave_s, autosave_tick, d, &d->autosave_ticker);
     if (tkd_notify_listen_fd(&sc2.listen_fd, err, errlen) != 0)
         return -1;
     if (tkd_server_new(d->base, &sc2, &d->srv, err, errlen) != 0)
@@ -356,6 +452,8 @@ void tkd_fini(tkd *d)
         /* Requests that arrived during the last frame still run and answer. */
         tkd_server_drain(d->srv, exec_call, d);
         tkd_methods_shutdown(d);
+        if (d->cfg.save_on_exit && d->sim)
+            save_snapshot(d, "save_on_exit");
         tkd_server_close_all(d->srv, 2000);
     }
     tkd_logging_set_forward(NULL, NULL);

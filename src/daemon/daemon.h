@@ -52,7 +52,10 @@ typedef struct tkd {
 
     tkd_ratelimit_t behind_rl;  /* "can't keep up" warnings                   */
     bool offline;               /* no socket (fuzzing, tests): tkd_init_offline */
+    char *info_text;            /* engine.info result, serialized (cache)     */
+    double info_rate, info_fixed; /* the tick rate and fixed dt it shows       */
     tk_ticker_handle stats_ticker;
+    tk_ticker_handle autosave_ticker;
     tkd_notify notify;          /* systemd notify socket and watchdog         */
     tk_ticker_handle status_ticker; /* STATUS= to systemd, every few seconds  */
     uint64_t next_autosave_frame;

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -215,10 +216,8 @@ json_t *tkd_stats_json(tkd *d)
     return o;
 }
 
-static void m_engine_info(req *r)
+static json_t *engine_info_json(tkd *d)
 {
-    NOKEYS();
-    tkd *d = r->d;
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string("tickd"));
     json_object_set_new(o, "version", json_string(TKD_VERSION));
@@ -236,7 +235,29 @@ static void m_engine_info(req *r)
     json_object_set_new(o, "tick_rate", json_real(tk_engine_tick_rate(d->engine)));
     json_object_set_new(o, "fixed_dt", json_real(tk_engine_fixed_dt(d->engine)));
     json_object_set_new(o, "config", d->cfg.path ? json_string(d->cfg.path) : json_null());
-    ok(r, o);
+    return o;
+}
+
+/* engine.info is asked for often (tools poll it) and rarely changes: its
+ * text is kept and rebuilt only when one of its variable fields changed. */
+static void m_engine_info(req *r)
+{
+    NOKEYS();
+    tkd *d = r->d;
+    double rate = tk_engine_tick_rate(d->engine), fixed = tk_engine_fixed_dt(d->engine);
+    if (!d->info_text || rate != d->info_rate || fixed != d->info_fixed) {
+        json_t *o = engine_info_json(d);
+        free(d->info_text);
+        d->info_text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        d->info_rate = rate;
+        d->info_fixed = fixed;
+    }
+    r->answered = true;
+    if (r->call && d->info_text)
+        tkd_call_reply_text(r->call, d->info_text);
+    else if (r->call)
+        tkd_call_reply(r->call, engine_info_json(d));
 }
 
 static void m_engine_stats(req *r)
@@ -356,7 +377,12 @@ static void m_world_step(req *r)
     KEYS("frames");
     tkd_perr pe;
     uint64_t n = 1;
-    READ(tkd_p_u64(r->params, "frames", "", 1, 1000000000ull, &n, &pe));
+    int rc = tkd_p_u64(r->params, "frames", "", 1, 1000000000ull, &n, &pe);
+    READ(rc);
+    if (rc == 0) {
+        fail(r, -32602, "frames: required");
+        return;
+    }
     tkd *d = r->d;
     if (!tk_world_paused(d->world)) {
         fail(r, -32002, "the world is not paused (world.pause first)");
@@ -410,7 +436,12 @@ static void m_world_trace(req *r)
     KEYS("frames");
     tkd_perr pe;
     uint64_t n = 1;
-    READ(tkd_p_u64(r->params, "frames", "", 1, TRACE_MAX_FRAMES, &n, &pe));
+    int rc = tkd_p_u64(r->params, "frames", "", 1, TRACE_MAX_FRAMES, &n, &pe);
+    READ(rc);
+    if (rc == 0) {
+        fail(r, -32602, "frames: required");
+        return;
+    }
     tkd *d = r->d;
     tkd_trace *t = tk_calloc(1, sizeof *t);
     t->call = r->call;
@@ -1600,6 +1631,8 @@ void tkd_methods_post_frame(tkd *d, const tk_frame_info *f)
 
 void tkd_methods_shutdown(tkd *d)
 {
+    free(d->info_text);
+    d->info_text = NULL;
     while (d->traces) {
         tkd_trace *t = d->traces;
         d->traces = t->next;

@@ -90,6 +90,7 @@ struct reply {
     bool done;             /* every member completed                      */
     size_t waiting;        /* members not completed yet                   */
     char *text;            /* serialized answer held for its turn, or NULL */
+    char *raw;             /* a single answer given pre-serialized, or NULL */
     size_t text_len;       /* bytes, '\n' excluded; counted in held       */
     size_t n;              /* members                                     */
     json_t *resp[];        /* member responses; NULL = nothing to send    */
@@ -387,6 +388,8 @@ static void reply_destroy(reply *r)
         json_decref(r->resp[i]);
     if (r->text)
         json_text_free(r->text);
+    if (r->raw)
+        json_text_free(r->raw);
     tk_free(r);
 }
 
@@ -473,10 +476,17 @@ static void reply_finish(reply *r)
     }
     if (c->flags & CF_CLOSING)
         return;
-    json_t *msg = reply_message(r);
     size_t len = 0;
-    char *text = msg ? encode(msg, &len) : NULL;
-    json_decref(msg);
+    char *text;
+    if (r->raw) {
+        text = r->raw;
+        r->raw = NULL;
+        len = strlen(text);
+    } else {
+        json_t *msg = reply_message(r);
+        text = msg ? encode(msg, &len) : NULL;
+        json_decref(msg);
+    }
     if (r->in_order && !r->deferred && c->ohead != r) {
         r->text = text;
         r->text_len = len;
@@ -609,6 +619,34 @@ void tkd_call_reply(tkd_call *call, json_t *result)
     else
         json_decref(result);
     call_complete(call, resp);
+}
+
+void tkd_call_reply_text(tkd_call *call, const char *result_json)
+{
+    reply *r = call->rep;
+    if (!call->id || r->batch || r->raw) {
+        /* A batch member (or a notification): the general path. */
+        json_t *res = json_loads(result_json, JSON_DECODE_ANY, NULL);
+        tkd_call_reply(call, res ? res : json_null());
+        return;
+    }
+    char *id = json_dumps(call->id, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t n = strlen(result_json) + (id ? strlen(id) : 4) + 40;
+    json_malloc_t m;
+    json_free_t f;
+    json_get_alloc_funcs(&m, &f);
+    char *text = m(n);
+    if (text)
+        snprintf(text, n, "{\"jsonrpc\":\"2.0\",\"result\":%s,\"id\":%s}", result_json,
+                 id ? id : "null");
+    json_text_free(id);
+    if (!text) {
+        json_t *res = json_loads(result_json, JSON_DECODE_ANY, NULL);
+        tkd_call_reply(call, res ? res : json_null());
+        return;
+    }
+    r->raw = text;
+    call_complete(call, NULL);
 }
 
 void tkd_call_error(tkd_call *call, int code, json_t *data, const char *fmt, ...)
@@ -1346,17 +1384,17 @@ void tkd_server_free(tkd_server *srv)
     tk_free(srv);
 }
 
-size_t tkd_server_drain(tkd_server *srv, tkd_exec_fn exec, void *ud)
+size_t tkd_server_drain_some(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max)
 {
     if (srv->draining)
         return 0;
     srv->draining = true;
-    tkd_call *list = srv->qhead;
-    srv->qhead = srv->qtail = NULL;
     size_t n = 0;
-    while (list) {
-        tkd_call *call = list;
-        list = call->next;
+    while (srv->qhead && n < max) {
+        tkd_call *call = srv->qhead;
+        srv->qhead = call->next;
+        if (!srv->qhead)
+            srv->qtail = NULL;
         call->next = NULL;
         tkd_client *c = call->rep->client;
         if (c && c->queued)
@@ -1384,6 +1422,11 @@ size_t tkd_server_drain(tkd_server *srv, tkd_exec_fn exec, void *ud)
     srv->draining = false;
     reap(srv);
     return n;
+}
+
+size_t tkd_server_drain(tkd_server *srv, tkd_exec_fn exec, void *ud)
+{
+    return tkd_server_drain_some(srv, exec, ud, SIZE_MAX);
 }
 
 void tkd_server_flush(tkd_server *srv)

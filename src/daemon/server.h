@@ -64,9 +64,9 @@ typedef struct tkd_call tkd_call;
 
 #define TKD_SERVER_DEFAULT_MAX_CLIENTS 256
 #define TKD_SERVER_DEFAULT_MAX_LINE ((size_t)1 << 20)    /* 1 MiB  */
-#define TKD_SERVER_DEFAULT_MAX_PENDING 1024
-#define TKD_SERVER_DEFAULT_MAX_BATCH 1024
-#define TKD_SERVER_DEFAULT_MAX_OUTPUT ((size_t)64 << 20) /* 64 MiB */
+#define TKD_SERVER_DEFAULT_MAX_PENDING 16384
+#define TKD_SERVER_DEFAULT_MAX_BATCH 10000
+#define TKD_SERVER_DEFAULT_MAX_OUTPUT ((size_t)16 << 20) /* 16 MiB */
 #define TKD_SERVER_DEFAULT_MODE 0660
 #define TKD_SERVER_LINGER_MS 5000 /* ms without write progress before a
                                      finishing client is closed anyway */
@@ -167,6 +167,11 @@ void tkd_server_free(tkd_server *srv);
  * number of calls executed.  `exec` must not be NULL.
  */
 size_t tkd_server_drain(tkd_server *srv, tkd_exec_fn exec, void *ud);
+/* The same for at most `max` calls (in order); the rest stay queued. */
+size_t tkd_server_drain_some(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max);
+/* Answer with a result that is already serialized JSON (`result_json`,
+ * borrowed): saves encoding a large constant result again and again. */
+void tkd_call_reply_text(tkd_call *call, const char *result_json);
 
 /*
  * Write every client's pending output now, as far as each socket takes it

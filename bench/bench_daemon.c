@@ -1,0 +1,1413 @@
+/*
+ * bench_daemon.c - the daemon benchmarks of BENCH.md, measured against the
+ * real tickd ($BENCH_BUILD/tickd, default build/bench/tickd) that this
+ * program starts in a temporary directory with its own socket, the shipped
+ * config/tickd.ini when run from the repository root (else the built-in
+ * defaults), --tick-rate 60 and --log-level warn.
+ *
+ *   figure                  how it is measured                      runs
+ *   idle_cpu_percent        utime+stime (/proc/PID/stat, whole       one 6 s run
+ *                           process) of the idle daemon over 6 s of
+ *                           wall time, % of one core
+ *   pacing_p99_jitter_us    p99 of |frame period - 1/60 s| over 600  one run of
+ *                           consecutive frames, idle world; the      600 frames
+ *                           period is the "dt" of the daemon's own
+ *                           `frame` events (start of a frame minus
+ *                           start of the one before, from the
+ *                           daemon's monotonic clock read once per
+ *                           frame: no socket latency in it)
+ *   rpc_requests_per_s      engine.info requests answered per second warm-up + 5,
+ *                           pipelined on one connection: the client  median
+ *                           keeps control.max_pending (1024, as
+ *                           shipped) requests in flight, since more
+ *                           would be refused with -32003
+ *   spawn_1m_seconds        wall time of ten entity.spawn {"class":  warm-up + 5
+ *                           "counter","count":100000}, each waited   fresh daemons,
+ *                           for                                      medians
+ *   rss_mib_1m_entities     VmRSS (/proc/PID/status) after 1M
+ *                           counters and ~3.5 s of frames minus
+ *                           VmRSS before the first spawn
+ *   mspt_p50_1m_entities    median of the work ms ("ms") of the
+ *                           `frame` events of 180 frames, taken
+ *                           after 30 frames of settling; the daemon
+ *                           measures work with the sleep excluded,
+ *                           exactly as engine.stats' mspt
+ *
+ * Extra keys (no goal):
+ *   pacing_max_jitter_us            max of the same 600 frames
+ *   pacing_p99_arrival_jitter_us    the same p99 from the arrival times of
+ *                                   the frame events at this client
+ *                                   (CLOCK_MONOTONIC): includes the
+ *                                   daemon's publish path and socket
+ *                                   wake-up latency, so an upper bound
+ *   pacing_p99_jitter_us_bare_sleep the same p99 of a bare loop in a thread
+ *                                   of this process, during the same 600
+ *                                   frames: clock_nanosleep(TIMER_ABSTIME)
+ *                                   with 1 ns timer slack and the daemon's
+ *                                   final 80 us spin; the machine's floor
+ *                                   (a VM's wake-up latency shows here)
+ *   idle_cpu_percent_schedstat      the same 6 s from the run time in
+ *                                   /proc/PID/task/_/schedstat (ns, all
+ *                                   threads): finer than clock ticks
+ *   rpc_latency_p50_us / _p99_us    one engine.info at a time, sent at
+ *                                   uniformly random moments of the frame
+ *                                   (100 requests): requests run at the
+ *                                   next frame boundary, so ~half a period
+ *   rpc_requests_per_s_unbounded    as rpc_requests_per_s but 100k lines
+ *                                   written at once, to a separate daemon
+ *                                   with control.max_pending=1000000 and
+ *                                   control.max_output=1 GiB (warm-up + 5,
+ *                                   median): the daemon's capacity without
+ *                                   the per-connection limit
+ *   mspt_p99_1m_entities            p99 of the same 180 frames (median of
+ *                                   the 5 runs)
+ *   mspt_p50_1m_movers              as mspt_p50_1m_entities with 1M
+ *                                   `mover` entities (one run)
+ *
+ * stdout carries the key=value lines and nothing else; progress, the
+ * per-run numbers and a table go to stderr.  Every wait has a deadline; on
+ * any failure the daemon of that phase is killed, its log's tail is shown,
+ * and the phases that do not depend on it still run.  Exit status 0 when
+ * every BENCH.md figure was measured, 1 otherwise (the ones measured are
+ * still printed).  The whole run takes about 70 s.
+ *
+ * What this file does not measure: the core's tick, timer and memory
+ * figures (bench_tick.c and the other bench files).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "tickd/alloc.h"
+#include "tickd/clock.h"
+
+#define HZ       60.0       /* daemon tick rate                      */
+#define PERIOD_S (1.0 / HZ) /* s                                     */
+#define RUNS     5          /* timed runs per median figure (>= 5)   */
+#define NS_PER_S 1000000000ull
+#define MS(x)    ((uint64_t)(x)*1000000ull) /* ms -> ns                        */
+
+#define READY_TIMEOUT_MS 10000    /* daemon start until engine.info answers */
+#define CALL_TIMEOUT_MS  10000    /* one request's answer                   */
+#define STOP_TIMEOUT_MS  10000    /* graceful exit after engine.shutdown    */
+#define SETTLE_MS        1000     /* idle daemon settling before measuring  */
+#define IDLE_WINDOW_MS   6000     /* idle CPU measurement window            */
+#define PACING_FRAMES    600      /* frame periods in the pacing figure     */
+#define LATENCY_CALLS    100      /* sequential calls in the latency figure */
+#define RPC_WINDOW       1024     /* in-flight requests: max_pending shipped */
+#define RPC_WARMUP       20000    /* requests in the warm-up run            */
+#define RPC_N            60000    /* requests per timed run (~1 s)          */
+#define RPC_N_UNBOUNDED  100000   /* requests per unbounded run             */
+#define RPC_TIMEOUT_MS   20000    /* one throughput run                     */
+#define SPAWN_BATCH      100000   /* entities per entity.spawn              */
+#define SPAWN_TOTAL      1000000  /* entities per spawn run                 */
+#define MSPT_SKIP        30       /* frames of settling after the spawns    */
+#define MSPT_FRAMES      180      /* frames in the mspt figure (~3 s)       */
+#define PRE_SPAWN_MS     300      /* frames run before the first RSS read   */
+#define MAX_DAEMONS      16       /* daemons started by one run             */
+#define DAEMON_SPIN_NS   80000ull /* the daemon's final spin (daemon.c)     */
+
+/* ---- time, statistics, output ---------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / NS_PER_S), (long)(ns % NS_PER_S)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+        ;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile p (0 < p <= 1) of n > 0 values; sorts v in place. */
+static double percentile(double *v, size_t n, double p)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    size_t k = (size_t)ceil(p * (double)n);
+    return v[k ? k - 1 : 0];
+}
+
+/* Median of n > 0 values (sorts them in place). */
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bench_daemon: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* The figures: BENCH.md's first (required), then the extra ones. */
+enum {
+    F_IDLE_CPU,
+    F_PACING,
+    F_RPC,
+    F_SPAWN,
+    F_RSS,
+    F_MSPT,
+    F_REQUIRED, /* the ones above must be measured for exit status 0 */
+    F_PACING_MAX = F_REQUIRED,
+    F_PACING_ARRIVAL,
+    F_PACING_BARE,
+    F_IDLE_CPU_SCHED,
+    F_LAT_P50,
+    F_LAT_P99,
+    F_RPC_UNBOUNDED,
+    F_MSPT_P99,
+    F_MSPT_MOVERS,
+    F_COUNT
+};
+
+static const struct {
+    const char *key;
+    const char *fmt;  /* printf format of the value */
+    const char *unit; /* for the table              */
+} figs[F_COUNT] = {
+    [F_IDLE_CPU] = {"idle_cpu_percent", "%.2f", "% of a core"},
+    [F_PACING] = {"pacing_p99_jitter_us", "%.1f", "us"},
+    [F_RPC] = {"rpc_requests_per_s", "%.0f", "requests/s"},
+    [F_SPAWN] = {"spawn_1m_seconds", "%.3f", "s"},
+    [F_RSS] = {"rss_mib_1m_entities", "%.1f", "MiB"},
+    [F_MSPT] = {"mspt_p50_1m_entities", "%.3f", "ms"},
+    [F_PACING_MAX] = {"pacing_max_jitter_us", "%.1f", "us"},
+    [F_PACING_ARRIVAL] = {"pacing_p99_arrival_jitter_us", "%.1f", "us"},
+    [F_PACING_BARE] = {"pacing_p99_jitter_us_bare_sleep", "%.1f", "us"},
+    [F_IDLE_CPU_SCHED] = {"idle_cpu_percent_schedstat", "%.3f", "% of a core"},
+    [F_LAT_P50] = {"rpc_latency_p50_us", "%.0f", "us"},
+    [F_LAT_P99] = {"rpc_latency_p99_us", "%.0f", "us"},
+    [F_RPC_UNBOUNDED] = {"rpc_requests_per_s_unbounded", "%.0f", "requests/s"},
+    [F_MSPT_P99] = {"mspt_p99_1m_entities", "%.3f", "ms"},
+    [F_MSPT_MOVERS] = {"mspt_p50_1m_movers", "%.3f", "ms"},
+};
+
+static double fig_val[F_COUNT]; /* measured values                    */
+static bool fig_ok[F_COUNT];    /* measured at all                     */
+
+/* Record a figure and print its key=value line at once. */
+static void figure(int f, double v)
+{
+    fig_val[f] = v;
+    fig_ok[f] = true;
+    printf("%s=", figs[f].key);
+    printf(figs[f].fmt, v);
+    putchar('\n');
+    fflush(stdout);
+}
+
+/* ---- the daemon process ----------------------------------------------------- */
+
+typedef struct bench {
+    char dir[256];         /* temporary directory (mkdtemp)                 */
+    char tickd[PATH_MAX];  /* absolute path of the daemon binary            */
+    char config[PATH_MAX]; /* absolute path of config/tickd.ini, or ""      */
+    int started;           /* daemons started so far (names their files)    */
+} bench;
+
+typedef struct proc {
+    pid_t pid;           /* 0 when not running                            */
+    char sock[PATH_MAX]; /* control socket                                */
+    char log[PATH_MAX];  /* the daemon's stderr and stdout                */
+    bool exited;         /* reaped                                        */
+    int status;          /* waitpid status once exited                    */
+} proc;
+
+/* What the signal handler and the final cleanup remove: files in the
+ * temporary directory (fixed arrays: no allocation in the handler). */
+static char clean_dir[PATH_MAX];
+static char clean_files[2 * MAX_DAEMONS][PATH_MAX];
+static volatile sig_atomic_t clean_nfiles;
+static volatile pid_t live_pid; /* the daemon to kill on a signal, or 0 */
+
+static void cleanup_files(void)
+{
+    for (int i = 0; i < clean_nfiles; i++)
+        unlink(clean_files[i]);
+    if (clean_dir[0])
+        rmdir(clean_dir);
+}
+
+static void on_fatal_signal(int sig)
+{
+    pid_t p = live_pid;
+    if (p > 0)
+        kill(p, SIGKILL);
+    cleanup_files();
+    _exit(128 + sig);
+}
+
+static void track_file(const char *path)
+{
+    if (clean_nfiles < 2 * MAX_DAEMONS) {
+        snprintf(clean_files[clean_nfiles], PATH_MAX, "%s", path);
+        clean_nfiles = clean_nfiles + 1;
+    }
+}
+
+/*
+ * Start tickd with --socket (in the temporary directory), --tick-rate 60,
+ * --log-level warn, the shipped config if found, then `extra` (NULL-ended
+ * argv pieces, may be NULL).  The child dies with this process
+ * (PR_SET_PDEATHSIG) and runs in the temporary directory.  Returns false
+ * if the process could not be created; readiness is daemon_ready's job.
+ */
+static bool proc_start(bench *b, proc *p, const char *const *extra)
+{
+    if (b->started >= MAX_DAEMONS) {
+        note("too many daemons for one run");
+        return false;
+    }
+    memset(p, 0, sizeof *p);
+    int k = b->started++;
+    snprintf(p->sock, sizeof p->sock, "%s/tickd-%d.sock", b->dir, k);
+    snprintf(p->log, sizeof p->log, "%s/tickd-%d.log", b->dir, k);
+    track_file(p->sock);
+    track_file(p->log);
+
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = b->tickd;
+    if (b->config[0]) {
+        argv[n++] = "--config";
+        argv[n++] = b->config;
+    }
+    argv[n++] = "--socket";
+    argv[n++] = p->sock;
+    argv[n++] = "--tick-rate";
+    argv[n++] = "60";
+    argv[n++] = "--log-level";
+    argv[n++] = "warn";
+    for (int i = 0; extra && extra[i] && n < 31; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+
+    int logfd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (logfd < 0) {
+        note("cannot create %s: %s", p->log, strerror(errno));
+        return false;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        note("fork: %s", strerror(errno));
+        close(logfd);
+        return false;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int nul = open("/dev/null", O_RDONLY);
+        if (nul >= 0)
+            dup2(nul, 0);
+        dup2(logfd, 1);
+        dup2(logfd, 2);
+        if (chdir(b->dir) != 0)
+            _exit(127);
+        signal(SIGPIPE, SIG_DFL);
+        execv(b->tickd, (char *const *)argv);
+        _exit(127);
+    }
+    close(logfd);
+    p->pid = pid;
+    live_pid = pid;
+    return true;
+}
+
+/* Has the daemon exited?  Reaps it if so (non-blocking). */
+static bool proc_exited(proc *p)
+{
+    if (p->exited || p->pid <= 0)
+        return true;
+    int st;
+    pid_t r = waitpid(p->pid, &st, WNOHANG);
+    if (r == p->pid) {
+        p->exited = true;
+        p->status = st;
+        live_pid = 0;
+    }
+    return p->exited;
+}
+
+/* Wait until the daemon exits or `deadline` passes; true if it exited. */
+static bool proc_wait(proc *p, uint64_t deadline)
+{
+    while (!proc_exited(p)) {
+        if (now_ns() >= deadline)
+            return false;
+        sleep_ns(MS(5));
+    }
+    return true;
+}
+
+static void proc_kill(proc *p)
+{
+    if (p->pid > 0 && !proc_exited(p)) {
+        kill(p->pid, SIGKILL);
+        proc_wait(p, now_ns() + MS(5000));
+    }
+}
+
+/* The last lines of the daemon's log, to stderr (after a failure). */
+static void proc_log_tail(const proc *p)
+{
+    FILE *f = fopen(p->log, "r");
+    if (!f)
+        return;
+    char buf[4096];
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    long from = size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0;
+    fseek(f, from, SEEK_SET);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    if (n == 0)
+        return;
+    fprintf(stderr, "---- tail of the daemon's log (%s) ----\n%s%s----\n", p->log, buf,
+            buf[n - 1] == '\n' ? "" : "\n");
+}
+
+/* Describe how the daemon ended, for a message. */
+static const char *exit_text(const proc *p, char *buf, size_t len)
+{
+    if (!p->exited)
+        snprintf(buf, len, "still running");
+    else if (WIFEXITED(p->status))
+        snprintf(buf, len, "exit status %d", WEXITSTATUS(p->status));
+    else if (WIFSIGNALED(p->status))
+        snprintf(buf, len, "killed by signal %d", WTERMSIG(p->status));
+    else
+        snprintf(buf, len, "status 0x%x", p->status);
+    return buf;
+}
+
+/* /proc/PID/status VmRSS in KiB, or -1. */
+static long rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
+/* utime + stime of the whole process (/proc/PID/stat), in clock ticks, or -1. */
+static long long cpu_ticks(pid_t pid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *s = strrchr(buf, ')'); /* comm may contain spaces */
+    if (!s)
+        return -1;
+    unsigned long long ut, st;
+    /* after ")": state(3) ppid pgrp session tty_nr tpgid flags minflt
+     * cminflt majflt cmajflt utime(14) stime(15) */
+    if (sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (long long)(ut + st);
+}
+
+/* Sum of the on-CPU time of every thread (/proc/PID/task/TID/schedstat,
+ * first field, ns), or -1 when schedstat is not available. */
+static long long cpu_ns_schedstat(pid_t pid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    long long sum = 0;
+    bool any = false;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char p2[160];
+        snprintf(p2, sizeof p2, "%s/%.32s/schedstat", path, de->d_name);
+        FILE *f = fopen(p2, "r");
+        if (!f)
+            continue;
+        unsigned long long run;
+        if (fscanf(f, "%llu", &run) == 1) {
+            sum += (long long)run;
+            any = true;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return any ? sum : -1;
+}
+
+/* ---- the control connection ----------------------------------------------------- */
+
+#define READ_MIN (256 * 1024) /* bytes of free buffer before each read() */
+
+typedef struct conn {
+    int fd;           /* -1 when closed                               */
+    char *buf;        /* received bytes                               */
+    size_t off;       /* bytes of buf already consumed                */
+    size_t len;       /* bytes held in buf                            */
+    size_t cap;       /* bytes allocated                              */
+    size_t scanned;   /* bytes after off searched for '\n' already    */
+    bool eof;         /* the daemon closed the connection (or error)  */
+    uint64_t fill_ns; /* monotonic time of the last read with data    */
+    uint64_t next_id; /* id of the next request                       */
+} conn;
+
+static void conn_init(conn *c)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->next_id = 1;
+}
+
+static void conn_close(conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    tk_free(c->buf);
+    conn_init(c);
+}
+
+/* Connect to the Unix socket at path and make it non-blocking; false on
+ * failure with errno set. */
+static bool conn_open(conn *c, const char *path)
+{
+    conn_close(c);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path) {
+        errno = ENAMETOOLONG;
+        return false;
+    }
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return false;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    c->fd = fd;
+    return true;
+}
+
+/* poll() timeout in ms until deadline (rounded up), 0 once it passed. */
+static int ms_until(uint64_t deadline)
+{
+    uint64_t now = now_ns();
+    if (now >= deadline)
+        return 0;
+    uint64_t ms = (deadline - now + 999999) / 1000000;
+    return ms > 1000 ? 1000 : (int)ms;
+}
+
+/* Wait for `events` on fd until deadline: 1 ready (or hung up), 0 the
+ * deadline passed, -1 poll failed. */
+static int wait_fd(int fd, short events, uint64_t deadline)
+{
+    for (;;) {
+        if (now_ns() >= deadline)
+            return 0;
+        struct pollfd p = {.fd = fd, .events = events, .revents = 0};
+        int r = poll(&p, 1, ms_until(deadline));
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* One read(): > 0 bytes read, 0 nothing available now, -1 end of input or
+ * a read error (c->eof set).  Lines taken before stay valid only until
+ * this call. */
+static ssize_t conn_read_some(conn *c)
+{
+    if (c->off == c->len)
+        c->off = c->len = 0;
+    if (c->cap - c->len < READ_MIN && c->off > 0) {
+        memmove(c->buf, c->buf + c->off, c->len - c->off);
+        c->len -= c->off;
+        c->off = 0;
+    }
+    if (c->cap - c->len < READ_MIN) {
+        size_t cap = c->cap ? c->cap : READ_MIN;
+        while (cap - c->len < READ_MIN)
+            cap *= 2;
+        c->buf = tk_realloc(c->buf, cap);
+        c->cap = cap;
+    }
+    ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
+    if (n > 0) {
+        c->len += (size_t)n;
+        c->fill_ns = now_ns();
+        return n;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return 0;
+    c->eof = true;
+    return -1;
+}
+
+/* The next complete line already received (its '\n', and a '\r' before
+ * it, replaced by NULs), or NULL.  Valid until the next conn_read_some. */
+static char *conn_take_line(conn *c, size_t *len)
+{
+    if (!c->buf)
+        return NULL;
+    char *start = c->buf + c->off;
+    size_t avail = c->len - c->off;
+    char *nl = avail > c->scanned ? memchr(start + c->scanned, '\n', avail - c->scanned) : NULL;
+    if (!nl) {
+        c->scanned = avail;
+        return NULL;
+    }
+    size_t l = (size_t)(nl - start);
+    c->off += l + 1;
+    c->scanned = 0;
+    *nl = '\0';
+    if (l && start[l - 1] == '\r')
+        start[--l] = '\0';
+    *len = l;
+    return start;
+}
+
+/* The next line, waiting until deadline; NULL on timeout or end of input. */
+static char *conn_line(conn *c, size_t *len, uint64_t deadline)
+{
+    for (;;) {
+        char *l = conn_take_line(c, len);
+        if (l)
+            return l;
+        if (c->eof || c->fd < 0)
+            return NULL;
+        ssize_t r = conn_read_some(c);
+        if (r > 0)
+            continue;
+        if (r < 0 || wait_fd(c->fd, POLLIN, deadline) <= 0)
+            return NULL;
+    }
+}
+
+/* Write all n bytes of s, waiting until deadline; false on failure. */
+static bool conn_write_all(conn *c, const char *s, size_t n, uint64_t deadline)
+{
+    while (n) {
+        ssize_t w = send(c->fd, s, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            s += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return false;
+        if (wait_fd(c->fd, POLLOUT, deadline) <= 0)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Send one request (params: a JSON object text, or NULL for none) and wait
+ * until deadline for its answer, skipping notifications.  Returns the
+ * result, owned by the caller, or NULL after saying why on stderr (an
+ * error answer, a timeout, a closed connection, a malformed answer).
+ */
+static json_t *conn_call(conn *c, const char *method, const char *params, uint64_t deadline)
+{
+    char line[1024];
+    unsigned long long id = c->next_id++;
+    int n = params ? snprintf(line, sizeof line,
+                              "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"%s\",\"params\":%s}\n",
+                              id, method, params)
+                   : snprintf(line, sizeof line,
+                              "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"%s\"}\n", id, method);
+    if (n < 0 || (size_t)n >= sizeof line) {
+        note("%s: request too long", method);
+        return NULL;
+    }
+    if (c->fd < 0 || !conn_write_all(c, line, (size_t)n, deadline)) {
+        note("%s: cannot send the request: %s", method,
+             c->fd < 0 ? "not connected" : strerror(errno));
+        return NULL;
+    }
+    for (;;) {
+        size_t len;
+        char *l = conn_line(c, &len, deadline);
+        if (!l) {
+            note("%s: %s", method,
+                 c->eof ? "the daemon closed the connection" : "no answer before the deadline");
+            return NULL;
+        }
+        json_error_t je;
+        json_t *m = json_loadb(l, len, 0, &je);
+        if (!m || !json_is_object(m)) {
+            note("%s: a line from the daemon is not a JSON object: %s", method,
+                 m ? "(other JSON)" : je.text);
+            json_decref(m);
+            return NULL;
+        }
+        json_t *jid = json_object_get(m, "id");
+        if (!jid) { /* a notification */
+            json_decref(m);
+            continue;
+        }
+        if (!json_is_integer(jid) || (unsigned long long)json_integer_value(jid) != id) {
+            note("%s: an answer with an unexpected id", method);
+            json_decref(m);
+            return NULL;
+        }
+        json_t *res = json_object_get(m, "result");
+        if (!res) {
+            json_t *e = json_object_get(m, "error");
+            note("%s: error %lld: %s", method,
+                 (long long)json_integer_value(json_object_get(e, "code")),
+                 json_string_value(json_object_get(e, "message"))
+                     ? json_string_value(json_object_get(e, "message"))
+                     : "(no message)");
+            json_decref(m);
+            return NULL;
+        }
+        json_incref(res);
+        json_decref(m);
+        return res;
+    }
+}
+
+/* A number inside a result: o[k1] or o[k1][k2]; NAN when absent. */
+static double jnum(const json_t *o, const char *k1, const char *k2)
+{
+    const json_t *v = json_object_get(o, k1);
+    if (k2)
+        v = json_object_get(v, k2);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* ---- the daemon, started and stopped ----------------------------------------------- */
+
+/* After a failure: close, kill, show the log's tail. */
+static void daemon_fail(proc *p, conn *c)
+{
+    char why[64];
+    conn_close(c);
+    if (proc_exited(p))
+        note("the daemon had ended (%s)", exit_text(p, why, sizeof why));
+    else
+        note("killing the daemon (pid %d)", (int)p->pid);
+    proc_kill(p);
+    proc_log_tail(p);
+}
+
+/*
+ * Start a daemon (proc_start's flags plus `extra`) and connect c to it.
+ * True once it is ready (engine.info answered) before READY_TIMEOUT_MS;
+ * otherwise the daemon is killed, its log's tail shown, and false.
+ */
+static bool daemon_up(bench *b, proc *p, conn *c, const char *const *extra)
+{
+    conn_init(c);
+    if (!proc_start(b, p, extra))
+        return false;
+    uint64_t deadline = now_ns() + MS(READY_TIMEOUT_MS);
+    for (;;) {
+        char why[64];
+        if (proc_exited(p)) {
+            note("the daemon exited during start-up (%s)", exit_text(p, why, sizeof why));
+            proc_log_tail(p);
+            return false;
+        }
+        if (conn_open(c, p->sock))
+            break;
+        if (now_ns() >= deadline) {
+            note("the daemon's socket %s accepted nothing within %d ms", p->sock, READY_TIMEOUT_MS);
+            daemon_fail(p, c);
+            return false;
+        }
+        sleep_ns(MS(10));
+    }
+    json_t *info = conn_call(c, "engine.info", NULL, deadline);
+    if (!info) {
+        daemon_fail(p, c);
+        return false;
+    }
+    json_decref(info);
+    return true;
+}
+
+/*
+ * Stop gracefully: engine.shutdown, then wait for exit status 0; a daemon
+ * still running after STOP_TIMEOUT_MS is killed.  Whatever the daemon
+ * logged (warnings and errors) is shown.  False if the stop was not clean.
+ */
+static bool daemon_down(proc *p, conn *c)
+{
+    bool ok = true;
+    uint64_t deadline = now_ns() + MS(STOP_TIMEOUT_MS);
+    if (c->fd >= 0 && !proc_exited(p)) {
+        json_t *r = conn_call(c, "engine.shutdown", NULL, deadline);
+        ok = r != NULL;
+        json_decref(r);
+    }
+    conn_close(c);
+    char why[64];
+    if (!proc_wait(p, deadline)) {
+        note("the daemon did not exit within %d ms of engine.shutdown: killed", STOP_TIMEOUT_MS);
+        proc_kill(p);
+        ok = false;
+    } else if (!WIFEXITED(p->status) || WEXITSTATUS(p->status) != 0) {
+        note("the daemon ended with %s", exit_text(p, why, sizeof why));
+        ok = false;
+    }
+    struct stat st;
+    if (!ok || (stat(p->log, &st) == 0 && st.st_size > 0)) {
+        if (ok)
+            note("the daemon logged at warn level or above:");
+        proc_log_tail(p);
+    }
+    return ok;
+}
+
+/* ---- frame events -------------------------------------------------------------------- */
+
+typedef struct frame_ev {
+    uint64_t frame;      /* frame number                                 */
+    double dt;           /* s: the frame's dt (its period, undilated)    */
+    double ms;           /* ms: work of the frame, sleep excluded        */
+    uint64_t arrival_ns; /* monotonic: when this client read the event   */
+} frame_ev;
+
+/*
+ * Subscribe c to `frame` events, skip `skip` of them, record the next n in
+ * ev, unsubscribe.  False after saying why (deadline, closed connection,
+ * malformed event).
+ */
+static bool collect_frames(conn *c, frame_ev *ev, size_t n, size_t skip, uint64_t deadline)
+{
+    json_t *r = conn_call(c, "events.subscribe", "{\"topics\":[\"frame\"]}", deadline);
+    if (!r)
+        return false;
+    json_decref(r);
+    size_t got = 0, seen = 0;
+    while (got < n) {
+        size_t len;
+        char *l = conn_line(c, &len, deadline);
+        if (!l) {
+            note("frame events: %s after %zu of %zu",
+                 c->eof ? "the daemon closed the connection" : "none before the deadline", got, n);
+            return false;
+        }
+        uint64_t t = c->fill_ns;
+        json_t *m = json_loadb(l, len, 0, NULL);
+        const char *meth = json_string_value(json_object_get(m, "method"));
+        if (!meth || strcmp(meth, "event.frame") != 0) {
+            json_decref(m);
+            continue;
+        }
+        json_t *pr = json_object_get(m, "params");
+        json_t *fr = json_object_get(pr, "frame");
+        double dt = jnum(pr, "dt", NULL), ms = jnum(pr, "ms", NULL);
+        if (!json_is_integer(fr) || isnan(dt) || isnan(ms)) {
+            note("frame events: an event without frame, dt or ms: %.200s", l);
+            json_decref(m);
+            return false;
+        }
+        if (seen++ >= skip)
+            ev[got++] = (frame_ev){(uint64_t)json_integer_value(fr), dt, ms, t};
+        json_decref(m);
+    }
+    r = conn_call(c, "events.unsubscribe", "{\"topics\":[\"frame\"]}", deadline);
+    if (!r)
+        return false;
+    json_decref(r);
+    return true;
+}
+
+/* ---- phases on the idle daemon -------------------------------------------------------- */
+
+/* idle_cpu_percent (and its schedstat twin): CPU time over IDLE_WINDOW_MS
+ * of an idle daemon at 60 Hz with this one connection open and silent. */
+static bool phase_idle_cpu(const proc *p)
+{
+    sleep_ns(MS(SETTLE_MS));
+    uint64_t t0 = now_ns();
+    long long c0 = cpu_ticks(p->pid), s0 = cpu_ns_schedstat(p->pid);
+    sleep_ns(MS(IDLE_WINDOW_MS));
+    uint64_t t1 = now_ns();
+    long long c1 = cpu_ticks(p->pid), s1 = cpu_ns_schedstat(p->pid);
+    if (c0 < 0 || c1 < 0) {
+        note("idle CPU: cannot read /proc/%d/stat", (int)p->pid);
+        return false;
+    }
+    double wall = (double)(t1 - t0) / 1e9;
+    double pct = (double)(c1 - c0) / (double)sysconf(_SC_CLK_TCK) / wall * 100.0;
+    note("idle CPU over %.2f s: %lld clock ticks of %ld/s = %.2f%% of a core", wall, c1 - c0,
+         sysconf(_SC_CLK_TCK), pct);
+    figure(F_IDLE_CPU, pct);
+    if (s0 >= 0 && s1 >= 0) {
+        double spct = (double)(s1 - s0) / 1e9 / wall * 100.0;
+        note("idle CPU from schedstat: %.3f ms on CPU = %.3f%% of a core", (double)(s1 - s0) / 1e6,
+             spct);
+        figure(F_IDLE_CPU_SCHED, spct);
+    }
+    return true;
+}
+
+/* The machine's own pacing floor: PACING_FRAMES periods of a bare sleep
+ * loop (tk_clock_sleep_until with the daemon's spin), run beside the
+ * daemon's frames. */
+typedef struct bare_loop {
+    double jitter[PACING_FRAMES]; /* us: |period - 1/60 s|                   */
+    size_t n;                     /* periods recorded                        */
+    volatile sig_atomic_t stop;   /* set to end the loop early               */
+} bare_loop;
+
+static void *bare_loop_main(void *arg)
+{
+    bare_loop *bl = arg;
+    prctl(PR_SET_TIMERSLACK, 1UL);
+    const uint64_t period = (uint64_t)llround(PERIOD_S * 1e9);
+    uint64_t last = now_ns();
+    while (bl->n < PACING_FRAMES && !bl->stop) {
+        tk_clock_sleep_until(last + period, DAEMON_SPIN_NS);
+        uint64_t t = now_ns();
+        bl->jitter[bl->n++] = fabs((double)(t - last) - (double)period) / 1e3;
+        last = t;
+    }
+    return NULL;
+}
+
+/* pacing_p99_jitter_us and its extras, from PACING_FRAMES consecutive
+ * frame periods of the idle daemon. */
+static bool phase_pacing(conn *c)
+{
+    size_t n = PACING_FRAMES + 1;
+    frame_ev *ev = tk_malloc(n * sizeof *ev);
+    double *jd = tk_malloc(n * sizeof *jd), *ja = tk_malloc(n * sizeof *ja);
+    bare_loop *bl = tk_calloc(1, sizeof *bl);
+    pthread_t th;
+    bool bare = pthread_create(&th, NULL, bare_loop_main, bl) == 0;
+    if (!bare)
+        note("pacing: cannot start the bare sleep loop thread");
+    bool ok = false;
+    uint64_t deadline = now_ns() + (uint64_t)((double)n * PERIOD_S * 1e9) + MS(10000);
+    if (!collect_frames(c, ev, n, 2, deadline))
+        goto out;
+    size_t na = 0, gaps = 0;
+    for (size_t i = 1; i < n; i++) {
+        jd[i - 1] = fabs(ev[i].dt - PERIOD_S) * 1e6;
+        if (ev[i].frame != ev[i - 1].frame + 1) {
+            gaps++;
+            continue;
+        }
+        ja[na++] = fabs((double)(ev[i].arrival_ns - ev[i - 1].arrival_ns) / 1e9 - PERIOD_S) * 1e6;
+    }
+    double p99 = percentile(jd, PACING_FRAMES, 0.99);
+    double p50 = percentile(jd, PACING_FRAMES, 0.50), mx = jd[PACING_FRAMES - 1];
+    note("pacing over %d frames (the daemon's dt): |period - 16.667 ms| p50 %.1f us, p99 %.1f us, "
+         "max %.1f us",
+         PACING_FRAMES, p50, p99, mx);
+    figure(F_PACING, p99);
+    figure(F_PACING_MAX, mx);
+    if (gaps)
+        note("pacing: %zu frame events missing (dropped?): arrival periods across them skipped",
+             gaps);
+    if (na >= PACING_FRAMES / 2) {
+        double ap99 = percentile(ja, na, 0.99);
+        note("pacing at this client (event arrival): p50 %.1f us, p99 %.1f us, max %.1f us over "
+             "%zu periods",
+             percentile(ja, na, 0.50), ap99, ja[na - 1], na);
+        figure(F_PACING_ARRIVAL, ap99);
+    }
+    ok = true;
+out:
+    if (bare) {
+        if (!ok)
+            bl->stop = 1;
+        pthread_join(th, NULL);
+        if (ok && bl->n == PACING_FRAMES) {
+            double bp99 = percentile(bl->jitter, bl->n, 0.99);
+            note("pacing of a bare sleep loop beside it (the machine's floor): p50 %.1f us, p99 "
+                 "%.1f us, max %.1f us",
+                 percentile(bl->jitter, bl->n, 0.50), bp99, bl->jitter[bl->n - 1]);
+            figure(F_PACING_BARE, bp99);
+        }
+    }
+    tk_free(bl);
+    tk_free(ev);
+    tk_free(jd);
+    tk_free(ja);
+    return ok;
+}
+
+/* rpc_latency_p50_us / _p99_us: LATENCY_CALLS engine.info, one at a time,
+ * each sent at a uniformly random moment within a frame period. */
+static bool phase_latency(conn *c)
+{
+    double lat[LATENCY_CALLS];
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < LATENCY_CALLS; i++) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        sleep_ns(seed % (uint64_t)(PERIOD_S * 1e9));
+        uint64_t t0 = now_ns();
+        json_t *r = conn_call(c, "engine.info", NULL, t0 + MS(CALL_TIMEOUT_MS));
+        if (!r)
+            return false;
+        json_decref(r);
+        lat[i] = (double)(now_ns() - t0) / 1e3;
+    }
+    double p50 = percentile(lat, LATENCY_CALLS, 0.50), p99 = percentile(lat, LATENCY_CALLS, 0.99);
+    note("engine.info latency, one at a time: p50 %.0f us, p99 %.0f us, min %.0f us, max %.0f us",
+         p50, p99, lat[0], lat[LATENCY_CALLS - 1]);
+    figure(F_LAT_P50, p50);
+    figure(F_LAT_P99, p99);
+    return true;
+}
+
+static const char ok_prefix[] = "{\"jsonrpc\":\"2.0\",\"result\":";
+
+/*
+ * Check one answer of a pipelined run: 1 a result for request `want`,
+ * 0 an error answer for it, 2 a notification (ignored), -1 anything else.
+ * The first error and anything malformed are shown (*shown limits that).
+ * The common case is decided from the text alone (the daemon writes
+ * "jsonrpc", "result", then "id"); anything else is parsed.
+ */
+static int check_answer(const char *l, size_t len, unsigned long long want, bool *shown)
+{
+    char tail[48];
+    size_t tn = (size_t)snprintf(tail, sizeof tail, ",\"id\":%llu}", want);
+    size_t pn = sizeof ok_prefix - 1;
+    if (len > pn + tn && memcmp(l, ok_prefix, pn) == 0 && memcmp(l + len - tn, tail, tn) == 0)
+        return 1;
+    json_t *m = json_loadb(l, len, 0, NULL);
+    int rc = -1;
+    json_t *id = json_object_get(m, "id");
+    if (m && !id && json_object_get(m, "method")) {
+        rc = 2;
+    } else if (json_is_integer(id) && (unsigned long long)json_integer_value(id) == want) {
+        rc = json_object_get(m, "result") ? 1 : json_object_get(m, "error") ? 0 : -1;
+    }
+    if ((rc == 0 && !*shown) || rc < 0) {
+        note("request %llu: %s: %.300s", want, rc == 0 ? "error answer" : "unexpected answer", l);
+        *shown = true;
+    }
+    json_decref(m);
+    return rc;
+}
+
+/*
+ * n engine.info requests pipelined on c, at most `window` of them sent and
+ * not yet answered.  Returns requests answered per second (first byte sent
+ * to last answer read), or -1 after saying why.  Every answer must be a
+ * result for the expected id, in request order.
+ */
+static double rpc_pipelined(conn *c, size_t n, size_t window, uint64_t deadline)
+{
+    size_t *off = tk_malloc((n + 1) * sizeof *off);
+    char *text = tk_malloc(n * 64);
+    unsigned long long base = c->next_id;
+    size_t tl = 0;
+    for (size_t i = 0; i < n; i++) {
+        off[i] = tl;
+        tl += (size_t)sprintf(
+            text + tl, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"engine.info\"}\n", base + i);
+    }
+    off[n] = tl;
+    c->next_id += n;
+
+    double rate = -1;
+    size_t sent = 0, got = 0, errors = 0;
+    bool shown = false;
+    uint64_t t0 = now_ns();
+    while (got < n) {
+        size_t lim = off[got + window < n ? got + window : n];
+        struct pollfd pf = {
+            .fd = c->fd, .events = (short)(POLLIN | (sent < lim ? POLLOUT : 0)), .revents = 0};
+        if (now_ns() >= deadline) {
+            note("pipelined run: %zu of %zu answered before the deadline", got, n);
+            goto out;
+        }
+        int pr = poll(&pf, 1, ms_until(deadline));
+        if (pr < 0 && errno != EINTR) {
+            note("poll: %s", strerror(errno));
+            goto out;
+        }
+        if (pr <= 0)
+            continue;
+        if (pf.revents & POLLOUT) {
+            ssize_t w = send(c->fd, text + sent, lim - sent, MSG_NOSIGNAL);
+            if (w > 0)
+                sent += (size_t)w;
+            else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                note("pipelined run: send: %s", strerror(errno));
+                goto out;
+            }
+        }
+        if (pf.revents & (POLLIN | POLLHUP | POLLERR)) {
+            if (conn_read_some(c) < 0) {
+                note("pipelined run: the daemon closed the connection after %zu answers", got);
+                goto out;
+            }
+            size_t len;
+            char *l;
+            while (got < n && (l = conn_take_line(c, &len))) {
+                int k = check_answer(l, len, base + got, &shown);
+                if (k < 0)
+                    goto out;
+                if (k == 2)
+                    continue;
+                if (k == 0)
+                    errors++;
+                got++;
+            }
+        }
+    }
+    if (errors) {
+        note("pipelined run: %zu of %zu requests answered with an error", errors, n);
+        goto out;
+    }
+    rate = (double)n / ((double)(now_ns() - t0) / 1e9);
+out:
+    tk_free(off);
+    tk_free(text);
+    return rate;
+}
+
+/* A throughput figure: a warm-up run, then RUNS runs of n requests with
+ * `window` in flight; the median goes to figure f. */
+static bool phase_rpc(conn *c, size_t n, size_t window, int f)
+{
+    double v[RUNS];
+    json_t *st0 = conn_call(c, "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+    if (!st0)
+        return false;
+    bool ok = rpc_pipelined(c, RPC_WARMUP < n ? RPC_WARMUP : n, window,
+                            now_ns() + MS(RPC_TIMEOUT_MS)) >= 0;
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    uint64_t w0 = now_ns();
+    for (int i = 0; ok && i < RUNS; i++) {
+        v[i] = rpc_pipelined(c, n, window, now_ns() + MS(RPC_TIMEOUT_MS));
+        ok = v[i] >= 0;
+    }
+    getrusage(RUSAGE_SELF, &ru1);
+    double wall = (double)(now_ns() - w0) / 1e9;
+    double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec -
+                          ru0.ru_stime.tv_sec) +
+                 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec -
+                          ru0.ru_stime.tv_usec) /
+                     1e6;
+    if (ok)
+        note("%s: this client used %.0f%% of a core during the runs (it is not the bottleneck "
+             "while well under 100%%)",
+             figs[f].key, cpu / wall * 100.0);
+    json_t *st1 = ok ? conn_call(c, "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS)) : NULL;
+    if (st1)
+        note("%s: %.0f of %.0f frames overran their period during the runs", figs[f].key,
+             jnum(st1, "overruns", NULL) - jnum(st0, "overruns", NULL),
+             jnum(st1, "frame", NULL) - jnum(st0, "frame", NULL));
+    json_decref(st0);
+    json_decref(st1);
+    if (!st1)
+        return false;
+    char runs[256];
+    size_t k = 0;
+    for (int i = 0; i < RUNS; i++)
+        k += (size_t)snprintf(runs + k, sizeof runs - k, "%s%.0f", i ? " " : "", v[i]);
+    double med = median(v, RUNS);
+    note("%s: %zu engine.info per run, %zu in flight: runs %s -> median %.0f/s", figs[f].key, n,
+         window, runs, med);
+    figure(f, med);
+    return true;
+}
+
+/* The idle daemon: idle CPU, pacing, latency, throughput, in that order
+ * (the quiet measurements first).  A failure ends this daemon. */
+static void idle_daemon(bench *b)
+{
+    proc p;
+    conn c;
+    note("idle daemon at 60 Hz: CPU over %d s, pacing over %d frames, latency, throughput",
+         IDLE_WINDOW_MS / 1000, PACING_FRAMES);
+    if (!daemon_up(b, &p, &c, NULL))
+        return;
+    if (phase_idle_cpu(&p) && phase_pacing(&c) && phase_latency(&c) &&
+        phase_rpc(&c, RPC_N, RPC_WINDOW, F_RPC)) {
+        daemon_down(&p, &c);
+        return;
+    }
+    daemon_fail(&p, &c);
+}
+
+/* rpc_requests_per_s_unbounded: a daemon without the per-connection limit. */
+static void unbounded_daemon(bench *b)
+{
+    static const char *const extra[] = {"--set", "control.max_pending=1000000", "--set",
+                                        "control.max_output=1073741824", NULL};
+    proc p;
+    conn c;
+    note("daemon with control.max_pending=1000000: %d requests written at once per run",
+         RPC_N_UNBOUNDED);
+    if (!daemon_up(b, &p, &c, extra))
+        return;
+    if (phase_rpc(&c, RPC_N_UNBOUNDED, RPC_N_UNBOUNDED, F_RPC_UNBOUNDED)) {
+        daemon_down(&p, &c);
+        return;
+    }
+    daemon_fail(&p, &c);
+}
+
+/* ---- 1M entities --------------------------------------------------------------------------- */
+
+typedef struct spawn_result {
+    double seconds;   /* s: the ten spawns                            */
+    double rss_mib;   /* MiB: VmRSS growth                            */
+    double mspt_p50;  /* ms: median work per frame                    */
+    double mspt_p99;  /* ms: p99 work per frame                       */
+    double stats_p50; /* ms: engine.stats mspt p50 at the end         */
+} spawn_result;
+
+/*
+ * One fresh daemon: SPAWN_TOTAL entities of class cls in batches of
+ * SPAWN_BATCH, timed; then MSPT_FRAMES frames' work after MSPT_SKIP; then
+ * engine.stats (must count SPAWN_TOTAL entities and ticks) and VmRSS.
+ * False after saying why; the daemon is gone either way.
+ */
+static bool spawn_run(bench *b, const char *cls, spawn_result *out)
+{
+    proc p;
+    conn c;
+    if (!daemon_up(b, &p, &c, NULL))
+        return false;
+    frame_ev *ev = tk_malloc(MSPT_FRAMES * sizeof *ev);
+    double *ms = tk_malloc(MSPT_FRAMES * sizeof *ms);
+    json_t *st = NULL;
+    sleep_ns(MS(PRE_SPAWN_MS));
+    long rss0 = rss_kib(p.pid);
+    char params[128];
+    snprintf(params, sizeof params, "{\"class\":\"%s\",\"count\":%d}", cls, SPAWN_BATCH);
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < SPAWN_TOTAL / SPAWN_BATCH; i++) {
+        json_t *r = conn_call(&c, "entity.spawn", params, now_ns() + MS(CALL_TIMEOUT_MS));
+        if (!r)
+            goto fail;
+        json_t *ids = json_object_get(r, "ids");
+        double cnt = json_is_array(ids) ? (double)json_array_size(ids) : jnum(r, "count", NULL);
+        json_decref(r);
+        if (cnt != SPAWN_BATCH) {
+            note("entity.spawn: %g entities spawned, %d asked", cnt, SPAWN_BATCH);
+            goto fail;
+        }
+    }
+    out->seconds = (double)(now_ns() - t0) / 1e9;
+    uint64_t deadline =
+        now_ns() + (uint64_t)((MSPT_SKIP + MSPT_FRAMES) * PERIOD_S * 1e9) * 4 + MS(10000);
+    if (!collect_frames(&c, ev, MSPT_FRAMES, MSPT_SKIP, deadline))
+        goto fail;
+    st = conn_call(&c, "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+    if (!st)
+        goto fail;
+    double ents = jnum(st, "entities", NULL), ticks = jnum(st, "ticks_run_last_frame", NULL);
+    if (ents != SPAWN_TOTAL || ticks != SPAWN_TOTAL) {
+        note("engine.stats: %g entities and %g ticks in the last frame, %d expected", ents, ticks,
+             SPAWN_TOTAL);
+        goto fail;
+    }
+    out->stats_p50 = jnum(st, "mspt", "p50");
+    long rss1 = rss_kib(p.pid);
+    if (rss0 < 0 || rss1 < 0) {
+        note("cannot read /proc/%d/status", (int)p.pid);
+        goto fail;
+    }
+    out->rss_mib = (double)(rss1 - rss0) / 1024.0;
+    for (size_t i = 0; i < MSPT_FRAMES; i++)
+        ms[i] = ev[i].ms;
+    out->mspt_p99 = percentile(ms, MSPT_FRAMES, 0.99);
+    out->mspt_p50 = percentile(ms, MSPT_FRAMES, 0.50);
+    json_decref(st);
+    tk_free(ev);
+    tk_free(ms);
+    daemon_down(&p, &c);
+    return true;
+fail:
+    json_decref(st);
+    tk_free(ev);
+    tk_free(ms);
+    daemon_fail(&p, &c);
+    return false;
+}
+
+static void note_run(const char *what, const spawn_result *r)
+{
+    note("%s: spawn %.3f s, RSS +%.1f MiB, mspt p50 %.3f ms p99 %.3f ms (engine.stats p50 %.3f ms)",
+         what, r->seconds, r->rss_mib, r->mspt_p50, r->mspt_p99, r->stats_p50);
+}
+
+/* spawn_1m_seconds, rss_mib_1m_entities, mspt_p50_1m_entities (and p99):
+ * a warm-up daemon, then RUNS fresh daemons; medians. */
+static void counters(bench *b)
+{
+    spawn_result r[RUNS], w;
+    note("1M counters at 60 Hz: a warm-up daemon, then %d fresh daemons", RUNS);
+    if (!spawn_run(b, "counter", &w))
+        return;
+    note_run("warm-up", &w);
+    for (int i = 0; i < RUNS; i++) {
+        if (!spawn_run(b, "counter", &r[i]))
+            return;
+        char what[32];
+        snprintf(what, sizeof what, "run %d", i + 1);
+        note_run(what, &r[i]);
+    }
+    double s[RUNS], m[RUNS], p50[RUNS], p99[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        s[i] = r[i].seconds;
+        m[i] = r[i].rss_mib;
+        p50[i] = r[i].mspt_p50;
+        p99[i] = r[i].mspt_p99;
+    }
+    figure(F_SPAWN, median(s, RUNS));
+    figure(F_RSS, median(m, RUNS));
+    figure(F_MSPT, median(p50, RUNS));
+    figure(F_MSPT_P99, median(p99, RUNS));
+}
+
+/* mspt_p50_1m_movers: one daemon with 1M movers (a class with real work). */
+static void movers(bench *b)
+{
+    spawn_result r;
+    note("1M movers at 60 Hz: one daemon");
+    if (!spawn_run(b, "mover", &r))
+        return;
+    note_run("movers", &r);
+    figure(F_MSPT_MOVERS, r.mspt_p50);
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+/* Fill b: the daemon binary ($BENCH_BUILD/tickd), the shipped config if
+ * this runs from the repository root, a fresh temporary directory. */
+static bool setup(bench *b)
+{
+    memset(b, 0, sizeof *b);
+    const char *build = getenv("BENCH_BUILD");
+    if (!build || !*build)
+        build = "build/bench";
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/tickd", build);
+    if (!realpath(rel, b->tickd) || access(b->tickd, X_OK) != 0) {
+        note("no daemon binary at %s (set BENCH_BUILD to the build directory)", rel);
+        return false;
+    }
+    if (access("config/tickd.ini", R_OK) == 0 && realpath("config/tickd.ini", b->config))
+        note("daemon: %s with %s", b->tickd, b->config);
+    else
+        note("daemon: %s with its built-in defaults", b->tickd);
+    const char *tmp = getenv("TMPDIR");
+    int n = snprintf(b->dir, sizeof b->dir, "%s/tickd-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (n < 0 || (size_t)n >= sizeof b->dir) {
+        note("TMPDIR is too long for a socket path");
+        return false;
+    }
+    if (!mkdtemp(b->dir)) {
+        note("mkdtemp %s: %s", b->dir, strerror(errno));
+        return false;
+    }
+    snprintf(clean_dir, sizeof clean_dir, "%s", b->dir);
+    return true;
+}
+
+int main(void)
+{
+    bench b;
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    if (!setup(&b))
+        return 1;
+    uint64_t t0 = now_ns();
+
+    idle_daemon(&b);
+    unbounded_daemon(&b);
+    counters(&b);
+    movers(&b);
+
+    cleanup_files();
+    if (rmdir(b.dir) != 0 && errno != ENOENT)
+        note("could not remove %s: %s", b.dir, strerror(errno));
+
+    int missing = 0;
+    fprintf(stderr, "\n%-32s %14s  %s\n", "figure", "value", "unit");
+    for (int f = 0; f < F_COUNT; f++) {
+        char v[32];
+        if (fig_ok[f])
+            snprintf(v, sizeof v, figs[f].fmt, fig_val[f]);
+        else
+            snprintf(v, sizeof v, "not measured");
+        fprintf(stderr, "%-32s %14s  %s\n", figs[f].key, v, figs[f].unit);
+        if (!fig_ok[f] && f < F_REQUIRED)
+            missing++;
+    }
+    fprintf(stderr, "(%.0f s in all)\n", (double)(now_ns() - t0) / 1e9);
+    if (missing)
+        note("%d figure%s of BENCH.md could not be measured", missing, missing == 1 ? "" : "s");
+    return missing ? 1 : 0;
+}
