@@ -1329,6 +1329,11 @@ int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec)
             if (iv)
                 wheel_insert(w, r, clock_of(w, r) + iv);
         }
+        if (!iv) {
+            /* An every-frame function again: no interval delta any more. */
+            x->was_interval = false;
+            x->last_iv_ns = -1;
+        }
     }
     mark_dirty(T, r);
     if (spec->enabled != (r->state != TK_TICK_DISABLED))

@@ -5,7 +5,7 @@
  * What it is
  * ----------
  * Timers live in a slab of records (index-linked, with a free list) and, while
- * active, in one slot of a hierarchical timing wheel over the manager's
+ * active, in one list of a hierarchical timing wheel over the manager's
  * internal time in nanoseconds.  A pass (tk__timers_tick) advances internal
  * time by the world's dilated dt, pulls every timer with expiry < new time out
  * of the slots it crosses into a scratch array, sorts that due set by
@@ -49,25 +49,36 @@
  *  - when the clock moves from c to c', level k only needs the slots in
  *    ((c >> 6k), (c' >> 6k)] (level 0: [c, c']); a level whose position did
  *    not change is not looked at, and neither is any level above it.
- * Each slot is a doubly linked list of record indices; a 64-bit occupancy
- * bitmap per level lets a pass visit only non-empty slots in its range
- * (ctz), so a 16.7 ms pass looks at level 0's ~16 crossed slots and, once
- * every 4 frames, one level-1 slot.
+ * A 64-bit occupancy bitmap per level lets a pass visit only non-empty slots
+ * in its range (ctz), so a 16.7 ms pass looks at level 0's ~16 crossed slots
+ * and, once every 4 frames, one level-1 slot.
  *
- * A pass from internal time T to T' (clock c -> c') visits the crossed slots,
- * level 0 first.  Each timer there with expiry < T' is due: it goes to the
- * scratch array.  The others (only in the slot that holds c' at each level)
- * are re-placed relative to c', which puts them on a lower level (Linux's old
- * cascade); levels are visited bottom-up so a re-placed timer is never
- * visited twice.  Every timer descends at most 7 times in its life.
+ * Each slot is 8 doubly linked lists ("lanes", chosen by record index) of
+ * record indices, so set and clear are O(1).  A pass from internal time T to
+ * T' (clock c -> c') visits the crossed slots, level 0 first.  Each timer
+ * there with expiry < T' is due: it goes to the scratch array.  The others
+ * (only in the slot that holds c' at each level) are re-placed relative to
+ * c', which puts them on a lower level (Linux's old cascade); levels are
+ * visited bottom-up so a re-placed timer is never visited twice.  Every timer
+ * descends at most 7 times in its life.  Walking a list is a chain of
+ * dependent cache misses, so all the lists of a level's crossed slots (at
+ * least 8, the lanes, even for a single slot) are walked side by side, one
+ * record of each in turn with the next one prefetched: the misses overlap.
  *
  * Why ordering is exact: all due timers are collected before any fires, so
  * slot granularity never affects order.  Because of the placement rule the
  * slots are visited in time order (levels bottom-up, slots by ascending index
- * - valid slots never wrap within a level), so the scratch array is sorted by
- * sorting each slot's group alone: O(d log s) for d due timers from slots of
- * at most s.  Ties on expiry fire in set order (seq), libuv's (deadline, seq)
- * key; Unreal's binary heap leaves ties arbitrary.
+ * - valid slots never wrap within a level), so the due set is ordered by a
+ * stable bucket pass on the slot each entry came from, then a sort of each
+ * slot's group alone: O(d log s) for d due timers from slots of at most s.
+ * Ties on expiry fire in set order (seq), libuv's (deadline, seq) key;
+ * Unreal's binary heap leaves ties arbitrary.
+ *
+ * Records are split by use: a 32-byte "hot" part (expiry, seq, handle and the
+ * list links packed in one word) that the wheel works on, and a 64-byte
+ * "cold" part (callback, ud, owner, rate, counters) read when a timer is set,
+ * fired, queried or freed; both arrays are cache-line aligned.  At 1M timers
+ * the wheel's working set is 32 MB instead of 96.
  *
  * Complexity:
  *   set, clear, pause, unpause   O(1) (owner index: O(1) expected)
@@ -97,7 +108,7 @@
 #include "util_int.h"
 #include "world_int.h"
 
-#define NIL UINT32_MAX
+#define NIL 0xFFFFFFu /* 24-bit null index (TK_TIMER_MAX - 1 is the last) */
 #define IDX_BITS 24
 #define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
 #define SERIAL_MAX ((UINT64_C(1) << 40) - 1)
@@ -105,41 +116,56 @@
 #define WHEEL_TICK_SHIFT 20 /* level-0 slot: 2^20 ns = 1.048576 ms */
 #define WHEEL_BITS 6
 #define WHEEL_SLOTS 64
+#define WHEEL_LANES 8       /* lists per slot, walked side by side */
 #define WHEEL_LEVELS 8
+#define WHEEL_LISTS (WHEEL_LEVELS * WHEEL_SLOTS * WHEEL_LANES)
 
 #define OWNER_SMALL 16 /* clear_owner snapshots this many handles on stack */
+#define CACHE_LINE 64
 
 /* Where an existing record is linked. */
 enum {
     IN_NONE = 0,    /* paused, executing */
-    IN_WHEEL = 1,   /* active, in a wheel slot */
-    IN_PENDING = 2, /* pending list */
+    IN_WHEEL = 1,   /* active, in a wheel list */
+    IN_PENDING = 2, /* pending array */
     IN_DUE = 3      /* active, in this pass's due set, not fired yet */
 };
 
-typedef struct trec {
-    uint64_t handle;      /* serial << 24 | index; 0 = free record          */
+/* What the wheel works on; two records per cache line. */
+typedef struct hot {
     int64_t expire;       /* ns: absolute internal time when active or
                              executing, remaining time when pending/paused  */
-    int64_t rate;         /* ns, >= 1 (0 for set_for_next_tick)             */
     uint64_t seq;         /* set order: breaks expiry ties                  */
-    uint32_t next, prev;  /* slot / pending list links; next = free list    */
-    uint32_t onext, oprev;/* owner list links                               */
-    uint16_t slot;        /* level * 64 + slot index while IN_WHEEL         */
-    uint8_t status;       /* tk_timer_status                                */
-    uint8_t where;        /* IN_*                                           */
-    bool loop;
+    uint64_t handle;      /* serial << 24 | index; 0 = free record          */
+    uint64_t next : 24;   /* wheel list; free list                          */
+    uint64_t prev : 24;   /* wheel list; position in the pending array      */
+    uint64_t list : 12;   /* (level * 64 + slot) * 8 + lane while IN_WHEEL  */
+    uint64_t where : 2;   /* IN_*                                           */
+    uint64_t status : 2;  /* tk_timer_status                                */
+} hot;
+
+/* The rest of a timer; one cache line. */
+typedef struct cold {
+    int64_t rate;         /* ns, >= 1 (0 for set_for_next_tick)             */
     uint64_t fired;       /* expiries run so far (callback invocations)     */
     uint64_t owner;       /* 0 = none                                       */
     tk_timer_fn fn;       /* may be NULL                                    */
     void *ud;
     void (*free_ud)(void *ud);
-} trec;
+    uint32_t onext, oprev;/* owner list links                               */
+    bool loop;
+} cold;
+
+_Static_assert(sizeof(hot) == 32, "hot record is half a cache line");
+_Static_assert(sizeof(cold) <= CACHE_LINE, "cold record fits a cache line");
+_Static_assert(WHEEL_LISTS <= 4096, "list ids fit hot.list");
 
 typedef struct due_ent {
     int64_t expire;       /* ns, the sort key                               */
     uint64_t seq;         /* tie-break                                      */
     uint64_t handle;      /* full handle: detects cleared / reused records  */
+    uint32_t rank;        /* level * 64 + slot it came from (visit order)   */
+    uint32_t pad;
 } due_ent;
 
 typedef struct owner_ent {
@@ -148,10 +174,13 @@ typedef struct owner_ent {
 } owner_ent;
 
 struct tk__timers {
-    trec *recs;           /* the slab                                       */
+    hot *hot;             /* the slab, hot parts (CACHE_LINE aligned)       */
+    cold *cold;           /* the slab, cold parts (CACHE_LINE aligned)      */
+    void *hot_mem;        /* the allocations behind them                    */
+    void *cold_mem;
     size_t cap_recs;      /* records allocated                              */
     uint32_t n_recs;      /* records ever used (high-water mark)            */
-    uint32_t free_head;   /* free list through trec.next                    */
+    uint32_t free_head;   /* free list through hot.next                     */
     uint64_t serial;      /* last serial handed out (1 .. 2^40-1)           */
     uint64_t seq;         /* last seq handed out                            */
 
@@ -159,16 +188,18 @@ struct tk__timers {
     int64_t clk;          /* wheel clock: now >> WHEEL_TICK_SHIFT           */
     uint64_t last_ticked; /* world frame of the last pass; UINT64_MAX never */
 
-    uint32_t heads[WHEEL_LEVELS * WHEEL_SLOTS]; /* slot lists, NIL = empty  */
-    uint64_t occupied[WHEEL_LEVELS];            /* bit i: slot i non-empty  */
-    uint32_t pend_head;   /* pending list                                   */
+    uint32_t heads[WHEEL_LISTS];         /* wheel lists, NIL = empty        */
+    uint64_t occupied[WHEEL_LEVELS];     /* bit i: slot i has a timer       */
+    uint32_t *pend;       /* pending records, in no particular order;
+                             cap_recs entries, so never grown alone         */
 
     size_t n_active;      /* active + executing                             */
     size_t n_paused;
-    size_t n_pending;
+    size_t n_pending;     /* = entries in pend                              */
 
     due_ent *due;         /* scratch: this pass's due set, kept between passes */
-    size_t due_cap;       /* entries allocated                              */
+    due_ent *due2;        /* scratch for the bucket pass of the sort        */
+    size_t due_cap;       /* entries allocated (each of due, due2)          */
     size_t n_due;         /* entries collected this pass                    */
     size_t fire_pos;      /* entry being fired                              */
     bool in_pass;         /* inside tk__timers_tick                         */
@@ -209,7 +240,7 @@ static inline size_t live_count(const struct tk__timers *t)
 static inline uint32_t lookup(const struct tk__timers *t, tk_timer_handle h)
 {
     uint32_t idx = (uint32_t)(h & IDX_MASK);
-    if (h == TK_TIMER_NONE || idx >= t->n_recs || t->recs[idx].handle != h)
+    if (h == TK_TIMER_NONE || idx >= t->n_recs || t->hot[idx].handle != h)
         return NIL;
     return idx;
 }
@@ -222,6 +253,11 @@ static int unknown_handle(tk_world_t *w, tk_timer_handle h)
                            (unsigned long long)h);
 }
 
+static inline void *align_up(void *p)
+{
+    return (void *)(((uintptr_t)p + CACHE_LINE - 1) & ~(uintptr_t)(CACHE_LINE - 1));
+}
+
 /* ---- the wheel -------------------------------------------------------- */
 
 /*
@@ -232,7 +268,7 @@ static int unknown_handle(tk_world_t *w, tk_timer_handle h)
  */
 static void wheel_add(struct tk__timers *t, uint32_t idx)
 {
-    trec *r = &t->recs[idx];
+    hot *r = &t->hot[idx];
     int64_t tick = r->expire > 0 ? r->expire >> WHEEL_TICK_SHIFT : 0;
     if (tick < t->clk)
         tick = t->clk;
@@ -240,53 +276,62 @@ static void wheel_add(struct tk__timers *t, uint32_t idx)
     unsigned lvl = diff ? (unsigned)(63 - __builtin_clzll(diff)) / WHEEL_BITS : 0;
     TK_ASSERT(lvl < WHEEL_LEVELS);
     unsigned i = (unsigned)(tick >> (lvl * WHEEL_BITS)) & (WHEEL_SLOTS - 1);
-    unsigned s = lvl * WHEEL_SLOTS + i;
+    unsigned l = (lvl * WHEEL_SLOTS + i) * WHEEL_LANES + (idx & (WHEEL_LANES - 1));
 
-    r->slot = (uint16_t)s;
+    uint32_t head = t->heads[l];
+    r->list = l;
     r->where = IN_WHEEL;
     r->prev = NIL;
-    r->next = t->heads[s];
-    if (r->next != NIL)
-        t->recs[r->next].prev = idx;
-    t->heads[s] = idx;
+    r->next = head;
+    if (head != NIL)
+        t->hot[head].prev = idx;
+    t->heads[l] = idx;
     t->occupied[lvl] |= UINT64_C(1) << i;
+}
+
+/* True if every lane of slot `s` (level * 64 + index) is empty. */
+static inline bool slot_empty(const struct tk__timers *t, unsigned s)
+{
+    const uint32_t *h = &t->heads[s * WHEEL_LANES];
+    uint32_t all = NIL;
+    for (unsigned k = 0; k < WHEEL_LANES; k++)
+        all &= h[k];
+    return all == NIL;
 }
 
 static void wheel_del(struct tk__timers *t, uint32_t idx)
 {
-    trec *r = &t->recs[idx];
-    unsigned s = r->slot;
-    if (r->prev != NIL)
-        t->recs[r->prev].next = r->next;
+    hot *r = &t->hot[idx];
+    unsigned l = (unsigned)r->list, s = l / WHEEL_LANES;
+    uint32_t next = (uint32_t)r->next, prev = (uint32_t)r->prev;
+    if (prev != NIL)
+        t->hot[prev].next = next;
     else
-        t->heads[s] = r->next;
-    if (r->next != NIL)
-        t->recs[r->next].prev = r->prev;
-    if (t->heads[s] == NIL)
+        t->heads[l] = next;
+    if (next != NIL)
+        t->hot[next].prev = prev;
+    if (t->heads[l] == NIL && slot_empty(t, s))
         t->occupied[s / WHEEL_SLOTS] &= ~(UINT64_C(1) << (s % WHEEL_SLOTS));
     r->where = IN_NONE;
 }
 
+/* The pending set is an array (cap_recs entries, so no growth here); a
+ * record knows its position, so removal is a swap with the last. */
 static void pend_add(struct tk__timers *t, uint32_t idx)
 {
-    trec *r = &t->recs[idx];
+    TK_ASSERT(t->n_pending < t->cap_recs);
+    hot *r = &t->hot[idx];
     r->where = IN_PENDING;
-    r->prev = NIL;
-    r->next = t->pend_head;
-    if (r->next != NIL)
-        t->recs[r->next].prev = idx;
-    t->pend_head = idx;
+    r->prev = (uint32_t)t->n_pending;
+    t->pend[t->n_pending++] = idx;
 }
 
 static void pend_del(struct tk__timers *t, uint32_t idx)
 {
-    trec *r = &t->recs[idx];
-    if (r->prev != NIL)
-        t->recs[r->prev].next = r->next;
-    else
-        t->pend_head = r->next;
-    if (r->next != NIL)
-        t->recs[r->next].prev = r->prev;
+    hot *r = &t->hot[idx];
+    uint32_t last = t->pend[--t->n_pending];
+    t->pend[r->prev] = last;
+    t->hot[last].prev = r->prev;
     r->where = IN_NONE;
 }
 
@@ -447,7 +492,7 @@ static int owner_reserve(struct tk__timers *t)
 /* Put record `idx` (owner != 0) on its owner's list; room was reserved. */
 static void owner_link(struct tk__timers *t, uint32_t idx)
 {
-    trec *r = &t->recs[idx];
+    cold *r = &t->cold[idx];
     size_t pos = owner_find(t, r->owner);
     r->oprev = NIL;
     if (pos == SIZE_MAX) {
@@ -460,7 +505,7 @@ static void owner_link(struct tk__timers *t, uint32_t idx)
         r->onext = NIL;
     } else {
         r->onext = t->otab[pos].head;
-        t->recs[r->onext].oprev = idx;
+        t->cold[r->onext].oprev = idx;
     }
     t->otab[pos].head = idx;
 }
@@ -490,21 +535,58 @@ static void owner_erase(struct tk__timers *t, size_t i)
 
 static void owner_unlink(struct tk__timers *t, uint32_t idx)
 {
-    trec *r = &t->recs[idx];
+    cold *r = &t->cold[idx];
     size_t pos = owner_find(t, r->owner);
     if (TK_NEVER(pos == SIZE_MAX))
         return;
     if (r->oprev != NIL)
-        t->recs[r->oprev].onext = r->onext;
+        t->cold[r->oprev].onext = r->onext;
     else
         t->otab[pos].head = r->onext;
     if (r->onext != NIL)
-        t->recs[r->onext].oprev = r->oprev;
+        t->cold[r->onext].oprev = r->oprev;
     if (t->otab[pos].head == NIL)
         owner_erase(t, pos);
 }
 
 /* ---- record lifecycle ------------------------------------------------- */
+
+/*
+ * Make room for `need` records (hot and cold parts, and as many pending-array
+ * entries, so that making a timer pending never allocates).  All or nothing:
+ * returns 0, or -1 with nothing changed when memory runs out.
+ */
+static int reserve_records(struct tk__timers *t, size_t need)
+{
+    if (need <= t->cap_recs)
+        return 0;
+    size_t cap = t->cap_recs ? t->cap_recs : 64;
+    while (cap < need)
+        cap *= 2;
+    void *hm = tk_try_malloc(cap * sizeof(hot) + CACHE_LINE);
+    void *cm = hm ? tk_try_malloc(cap * sizeof(cold) + CACHE_LINE) : NULL;
+    uint32_t *pend = cm ? tk_try_realloc(t->pend, cap * sizeof *pend) : NULL;
+    if (!pend) {
+        tk_free(cm);
+        tk_free(hm);
+        return -1;
+    }
+    hot *h = align_up(hm);
+    cold *c = align_up(cm);
+    if (t->n_recs) {
+        memcpy(h, t->hot, t->n_recs * sizeof *h);
+        memcpy(c, t->cold, t->n_recs * sizeof *c);
+    }
+    tk_free(t->hot_mem);
+    tk_free(t->cold_mem);
+    t->hot_mem = hm;
+    t->cold_mem = cm;
+    t->hot = h;
+    t->cold = c;
+    t->pend = pend;
+    t->cap_recs = cap;
+    return 0;
+}
 
 /*
  * Remove a live timer for good, whatever its state: unlink it, free the
@@ -514,26 +596,26 @@ static void owner_unlink(struct tk__timers *t, uint32_t idx)
  */
 static void release(struct tk__timers *t, uint32_t idx)
 {
-    trec *r = &t->recs[idx];
-    if (r->where == IN_WHEEL)
+    hot *h = &t->hot[idx];
+    cold *c = &t->cold[idx];
+    if (h->where == IN_WHEEL)
         wheel_del(t, idx);
-    else if (r->where == IN_PENDING)
-        pend_del(t, idx);
-    if (r->status == TK_TIMER_PENDING)
-        t->n_pending--;
-    else if (r->status == TK_TIMER_PAUSED)
+    else if (h->where == IN_PENDING)
+        pend_del(t, idx); /* n_pending counts the pending array */
+    if (h->status == TK_TIMER_PAUSED)
         t->n_paused--;
-    else
+    else if (h->status != TK_TIMER_PENDING)
         t->n_active--;
-    if (r->owner)
+    if (c->owner)
         owner_unlink(t, idx);
 
-    void (*free_ud)(void *) = r->free_ud;
-    void *ud = r->ud;
-    bool executing = idx == t->exec && r->handle == t->exec_handle;
-    memset(r, 0, sizeof *r);
-    r->where = IN_NONE;
-    r->next = t->free_head;
+    void (*free_ud)(void *) = c->free_ud;
+    void *ud = c->ud;
+    bool executing = idx == t->exec && h->handle == t->exec_handle;
+    memset(h, 0, sizeof *h);
+    memset(c, 0, sizeof *c);
+    h->where = IN_NONE;
+    h->next = t->free_head;
     t->free_head = idx;
 
     if (!free_ud)
@@ -544,6 +626,24 @@ static void release(struct tk__timers *t, uint32_t idx)
     } else {
         free_ud(ud);
     }
+}
+
+/* Take a free record (room was reserved) and give it a new handle. */
+static uint32_t take_record(struct tk__timers *t)
+{
+    uint32_t idx;
+    if (t->free_head != NIL) {
+        idx = t->free_head;
+        t->free_head = (uint32_t)t->hot[idx].next;
+    } else {
+        idx = t->n_recs++;
+    }
+    t->serial = t->serial >= SERIAL_MAX ? 1 : t->serial + 1;
+    memset(&t->hot[idx], 0, sizeof t->hot[idx]);
+    memset(&t->cold[idx], 0, sizeof t->cold[idx]);
+    t->hot[idx].handle = (t->serial << IDX_BITS) | idx;
+    t->hot[idx].seq = ++t->seq;
+    return idx;
 }
 
 /*
@@ -560,71 +660,105 @@ static int add_timer(tk_world_t *w, const tk_timer_desc *desc, int64_t rate,
     if (live_count(t) >= TK_TIMER_MAX)
         return tk__world_error(w, TK_ELIMIT, "too many timers (at most %u)",
                                (unsigned)TK_TIMER_MAX);
-    if (t->free_head == NIL && t->n_recs == t->cap_recs &&
-        tk__try_grow((void **)&t->recs, &t->cap_recs, (size_t)t->n_recs + 1,
-                     sizeof *t->recs) < 0)
+    if (t->free_head == NIL && reserve_records(t, (size_t)t->n_recs + 1) < 0)
         return tk__world_error(w, TK_ENOMEM, "out of memory for a new timer");
     if (desc->owner && owner_find(t, desc->owner) == SIZE_MAX &&
         owner_reserve(t) < 0)
         return tk__world_error(w, TK_ENOMEM, "out of memory for a new timer");
 
-    uint32_t idx;
-    if (t->free_head != NIL) {
-        idx = t->free_head;
-        t->free_head = t->recs[idx].next;
-    } else {
-        idx = t->n_recs++;
-    }
-    t->serial = t->serial >= SERIAL_MAX ? 1 : t->serial + 1;
-
-    trec *r = &t->recs[idx];
-    memset(r, 0, sizeof *r);
-    r->handle = (t->serial << IDX_BITS) | idx;
-    r->rate = rate;
-    r->loop = loop;
-    r->seq = ++t->seq;
-    r->owner = desc->owner;
-    r->fn = desc->fn;
-    r->ud = desc->ud;
-    r->free_ud = desc->free_ud;
+    uint32_t idx = take_record(t);
+    hot *h = &t->hot[idx];
+    cold *c = &t->cold[idx];
+    c->rate = rate;
+    c->loop = loop;
+    c->owner = desc->owner;
+    c->fn = desc->fn;
+    c->ud = desc->ud;
+    c->free_ud = desc->free_ud;
     if (next_tick || ticked_this_frame(w)) {
-        r->status = TK_TIMER_ACTIVE;
-        r->expire = next_tick ? t->now : sat_add(t->now, delay);
+        h->status = TK_TIMER_ACTIVE;
+        h->expire = next_tick ? t->now : sat_add(t->now, delay);
         wheel_add(t, idx);
         t->n_active++;
     } else {
-        r->status = TK_TIMER_PENDING;
-        r->expire = delay;
+        h->status = TK_TIMER_PENDING;
+        h->expire = delay;
         pend_add(t, idx);
-        t->n_pending++;
     }
-    if (r->owner)
+    if (c->owner)
         owner_link(t, idx);
-    *out = r->handle;
+    *out = h->handle;
     return 0;
 }
 
 /* ---- the pass --------------------------------------------------------- */
 
-static inline void push_due(struct tk__timers *t, uint32_t idx)
+/* Grow both due-set buffers to hold `need` entries (must succeed). */
+static void due_reserve(struct tk__timers *t, size_t need)
 {
-    trec *r = &t->recs[idx];
-    TK_GROW(t->due, t->due_cap, t->n_due + 1);
+    if (need <= t->due_cap)
+        return;
+    size_t cap = t->due_cap;
+    TK_GROW(t->due, cap, need);
+    t->due2 = tk_realloc(t->due2, cap * sizeof *t->due2);
+    t->due_cap = cap;
+}
+
+static inline void push_due(struct tk__timers *t, uint32_t idx, uint32_t rank)
+{
+    hot *r = &t->hot[idx];
+    if (TK_UNLIKELY(t->n_due == t->due_cap))
+        due_reserve(t, t->n_due + 1);
     due_ent *e = &t->due[t->n_due++];
     e->expire = r->expire;
     e->seq = r->seq;
     e->handle = r->handle;
+    e->rank = rank;
     r->where = IN_DUE;
+}
+
+/*
+ * Order the due set: a stable bucket pass by the slot each entry came from
+ * (slots in visit order are in time order), then a sort of each slot's
+ * group by (expiry, seq).
+ */
+static void sort_due(struct tk__timers *t)
+{
+    size_t n = t->n_due;
+    if (n < 2)
+        return;
+    uint32_t count[WHEEL_LEVELS * WHEEL_SLOTS + 1];
+    memset(count, 0, sizeof count);
+    for (size_t k = 0; k < n; k++)
+        count[t->due[k].rank + 1]++;
+    for (size_t r = 0; r < WHEEL_LEVELS * WHEEL_SLOTS; r++)
+        count[r + 1] += count[r];
+    for (size_t k = 0; k < n; k++)
+        t->due2[count[t->due[k].rank]++] = t->due[k];
+    due_ent *x = t->due;
+    t->due = t->due2;
+    t->due2 = x;
+
+    size_t start = 0;
+    for (size_t k = 1; k <= n; k++) {
+        if (k == n || t->due[k].rank != t->due[start].rank) {
+            due_sort(t->due + start, k - start, 64);
+            start = k;
+        }
+    }
 }
 
 /*
  * Advance internal time to `now2` and move every active timer with expiry <
  * now2 from the wheel to the due set, sorted by (expiry, seq); re-place the
  * others met on the way relative to the new clock.  No callback runs here.
+ * The lists of a level's crossed slots are walked side by side (see the
+ * header comment).
  */
 static void collect(struct tk__timers *t, int64_t now2)
 {
     int64_t c0 = t->clk, c1 = now2 >> WHEEL_TICK_SHIFT;
+    uint32_t cur[WHEEL_SLOTS * WHEEL_LANES], rank[WHEEL_SLOTS * WHEEL_LANES];
     t->now = now2;
     t->clk = c1;
     t->n_due = 0;
@@ -644,25 +778,45 @@ static void collect(struct tk__timers *t, int64_t now2)
                           : bit_range(a, WHEEL_SLOTS - 1) | bit_range(0, b);
         }
         uint64_t bits = t->occupied[lvl] & mask;
+        unsigned nch = 0;
         while (bits) {
             unsigned i = (unsigned)__builtin_ctzll(bits);
             bits &= bits - 1;
             unsigned s = lvl * WHEEL_SLOTS + i;
-            uint32_t idx = t->heads[s];
-            t->heads[s] = NIL;
+            for (unsigned k = 0; k < WHEEL_LANES; k++) {
+                uint32_t *head = &t->heads[s * WHEEL_LANES + k];
+                if (*head == NIL)
+                    continue;
+                __builtin_prefetch(&t->hot[*head]);
+                cur[nch] = *head;
+                rank[nch++] = s;
+                *head = NIL; /* detached: re-placed timers start new lists */
+            }
             t->occupied[lvl] &= ~(UINT64_C(1) << i);
-            size_t group = t->n_due;
-            while (idx != NIL) {
-                uint32_t next = t->recs[idx].next;
-                if (t->recs[idx].expire < now2)
-                    push_due(t, idx);
+        }
+        while (nch) {
+            for (unsigned c = 0; c < nch;) {
+                uint32_t idx = cur[c];
+                if (idx == NIL) {
+                    nch--;
+                    cur[c] = cur[nch];
+                    rank[c] = rank[nch];
+                    continue;
+                }
+                hot *r = &t->hot[idx];
+                uint32_t next = (uint32_t)r->next;
+                if (next != NIL)
+                    __builtin_prefetch(&t->hot[next]);
+                cur[c] = next;
+                if (r->expire < now2)
+                    push_due(t, idx, rank[c]);
                 else
                     wheel_add(t, idx); /* lands on a lower level */
-                idx = next;
+                c++;
             }
-            due_sort(t->due + group, t->n_due - group, 64);
         }
     }
+    sort_due(t);
 #ifndef NDEBUG
     for (size_t k = 1; k < t->n_due; k++)
         TK_ASSERT(due_less(&t->due[k - 1], &t->due[k]));
@@ -682,31 +836,38 @@ static uint64_t fire(tk_world_t *w, struct tk__timers *t)
 {
     uint64_t total = 0;
     for (t->fire_pos = 0; t->fire_pos < t->n_due; t->fire_pos++) {
+        if (t->fire_pos + 4 < t->n_due) {
+            uint32_t ahead = (uint32_t)(t->due[t->fire_pos + 4].handle & IDX_MASK);
+            __builtin_prefetch(&t->hot[ahead]);
+            __builtin_prefetch(&t->cold[ahead]);
+        }
         const due_ent e = t->due[t->fire_pos];
         uint32_t idx = (uint32_t)(e.handle & IDX_MASK);
-        trec *r = &t->recs[idx];
-        if (r->handle != e.handle || r->where != IN_DUE)
+        hot *h = &t->hot[idx];
+        if (h->handle != e.handle || h->where != IN_DUE)
             continue;
-        r->where = IN_NONE;
-        r->status = TK_TIMER_EXECUTING;
+        h->where = IN_NONE;
+        h->status = TK_TIMER_EXECUTING;
         t->exec = idx;
         t->exec_handle = e.handle;
 
+        cold *c = &t->cold[idx];
         uint64_t calls = 1;
-        if (r->loop)
-            calls = (uint64_t)((t->now - r->expire) / r->rate) + 1;
-        if (!r->fn) {
-            r->fired += calls;
+        if (c->loop)
+            calls = (uint64_t)((t->now - h->expire) / c->rate) + 1;
+        if (!c->fn) {
+            c->fired += calls;
             total += calls;
         } else {
-            for (uint64_t c = 0; c < calls; c++) {
-                tk_timer_fn fn = r->fn;
-                void *ud = r->ud;
-                r->fired++;
+            for (uint64_t k = 0; k < calls; k++) {
+                tk_timer_fn fn = c->fn;
+                void *ud = c->ud;
+                c->fired++;
                 total++;
                 fn(ud, e.handle, w);
-                r = &t->recs[idx]; /* the slab may have moved */
-                if (r->handle != e.handle || r->status != TK_TIMER_EXECUTING)
+                h = &t->hot[idx]; /* the slab may have moved */
+                c = &t->cold[idx];
+                if (h->handle != e.handle || h->status != TK_TIMER_EXECUTING)
                     break;
             }
         }
@@ -719,14 +880,15 @@ static uint64_t fire(tk_world_t *w, struct tk__timers *t)
             t->exec_free_ud = NULL;
         }
 
-        r = &t->recs[idx];
-        if (r->handle != e.handle || r->status != TK_TIMER_EXECUTING)
+        h = &t->hot[idx];
+        c = &t->cold[idx];
+        if (h->handle != e.handle || h->status != TK_TIMER_EXECUTING)
             continue; /* cleared, paused or made pending by a callback */
-        if (r->loop) {
-            int64_t late = t->now - r->expire;
+        if (c->loop) {
+            int64_t late = t->now - h->expire;
             /* expire + calls * rate without overflow */
-            r->expire = sat_add(t->now - late % r->rate, r->rate);
-            r->status = TK_TIMER_ACTIVE;
+            h->expire = sat_add(t->now - late % c->rate, c->rate);
+            h->status = TK_TIMER_ACTIVE;
             wheel_add(t, idx);
         } else {
             release(t, idx);
@@ -738,17 +900,17 @@ static uint64_t fire(tk_world_t *w, struct tk__timers *t)
 /* End of the pass: pending timers become active at now + remaining. */
 static void activate_pending(struct tk__timers *t)
 {
-    uint32_t idx = t->pend_head;
-    t->pend_head = NIL;
-    while (idx != NIL) {
-        trec *r = &t->recs[idx];
-        uint32_t next = r->next;
+    size_t n = t->n_pending;
+    for (size_t k = 0; k < n; k++) {
+        if (k + 8 < n)
+            __builtin_prefetch(&t->hot[t->pend[k + 8]]);
+        uint32_t idx = t->pend[k];
+        hot *r = &t->hot[idx];
         r->expire = sat_add(t->now, r->expire);
         r->status = TK_TIMER_ACTIVE;
         wheel_add(t, idx);
-        idx = next;
     }
-    t->n_active += t->n_pending;
+    t->n_active += n;
     t->n_pending = 0;
 }
 
@@ -776,9 +938,9 @@ uint64_t tk__timers_tick(tk_world_t *w, uint64_t dt_ns)
 struct tk__timers *tk__timers_new(void)
 {
     struct tk__timers *t = tk_calloc(1, sizeof *t);
-    memset(t->heads, 0xff, sizeof t->heads); /* NIL */
+    for (size_t i = 0; i < WHEEL_LISTS; i++)
+        t->heads[i] = NIL;
     t->free_head = NIL;
-    t->pend_head = NIL;
     t->exec = NIL;
     t->last_ticked = UINT64_MAX;
     return t;
@@ -794,17 +956,19 @@ void tk__timers_free(tk_world_t *w, struct tk__timers *t)
     if (!t)
         return;
     for (uint32_t i = 0; i < t->n_recs; i++) {
-        trec *r = &t->recs[i];
-        if (!r->handle)
+        if (!t->hot[i].handle)
             continue;
-        void (*free_ud)(void *) = r->free_ud;
-        void *ud = r->ud;
-        r->handle = 0;
+        void (*free_ud)(void *) = t->cold[i].free_ud;
+        void *ud = t->cold[i].ud;
+        t->hot[i].handle = 0;
         if (free_ud)
             free_ud(ud);
     }
-    tk_free(t->recs);
+    tk_free(t->hot_mem);
+    tk_free(t->cold_mem);
+    tk_free(t->pend);
     tk_free(t->due);
+    tk_free(t->due2);
     tk_free(t->otab);
 #ifndef NDEBUG
     memset(t, 0xff, sizeof *t);
@@ -831,6 +995,12 @@ const char *tk_timer_status_name(tk_timer_status s)
 
 /* Seconds -> ns for a validated rate or delay (finite, >= 0). */
 static int64_t secs_to_ns(double s) { return (int64_t)tk_s_to_ns(s); }
+
+/* The same for a finite time of either sign (a remaining time). */
+static int64_t signed_secs_to_ns(double s)
+{
+    return s < 0 ? -secs_to_ns(-s) : secs_to_ns(s);
+}
 
 /*
  * SetTimer.  Validates everything first (desc and out non-NULL, rate > 0,
@@ -872,10 +1042,14 @@ int tk_timer_set_for_next_tick(tk_world_t *w, const tk_timer_desc *desc,
 int tk_timer_clear(tk_world_t *w, tk_timer_handle h)
 {
     TK_ASSERT(w && w->timers);
-    uint32_t idx = lookup(w->timers, h);
+    struct tk__timers *t = w->timers;
+    uint32_t idx = (uint32_t)(h & IDX_MASK);
+    if (idx < t->n_recs)
+        __builtin_prefetch(&t->cold[idx]); /* release reads it: overlap */
+    idx = lookup(t, h);
     if (idx == NIL)
         return unknown_handle(w, h);
-    release(w->timers, idx);
+    release(t, idx);
     return 0;
 }
 
@@ -891,13 +1065,12 @@ int tk_timer_pause(tk_world_t *w, tk_timer_handle h)
     uint32_t idx = lookup(t, h);
     if (idx == NIL)
         return unknown_handle(w, h);
-    trec *r = &t->recs[idx];
+    hot *r = &t->hot[idx];
     switch ((tk_timer_status)r->status) {
     case TK_TIMER_PAUSED:
         return 0;
     case TK_TIMER_PENDING:
         pend_del(t, idx);
-        t->n_pending--;
         break;
     case TK_TIMER_ACTIVE:
         if (r->where == IN_WHEEL)
@@ -907,7 +1080,7 @@ int tk_timer_pause(tk_world_t *w, tk_timer_handle h)
         t->n_active--;
         break;
     case TK_TIMER_EXECUTING:
-        if (!r->loop) {
+        if (!t->cold[idx].loop) {
             release(t, idx);
             return 0;
         }
@@ -932,7 +1105,7 @@ int tk_timer_unpause(tk_world_t *w, tk_timer_handle h)
     uint32_t idx = lookup(t, h);
     if (idx == NIL)
         return unknown_handle(w, h);
-    trec *r = &t->recs[idx];
+    hot *r = &t->hot[idx];
     if (r->status != TK_TIMER_PAUSED)
         return 0;
     t->n_paused--;
@@ -944,7 +1117,6 @@ int tk_timer_unpause(tk_world_t *w, tk_timer_handle h)
     } else {
         r->status = TK_TIMER_PENDING;
         pend_add(t, idx);
-        t->n_pending++;
     }
     return 0;
 }
@@ -964,13 +1136,13 @@ size_t tk_timer_clear_owner(tk_world_t *w, uint64_t owner)
     if (pos == SIZE_MAX)
         return 0;
     size_t n = 0;
-    for (uint32_t i = t->otab[pos].head; i != NIL; i = t->recs[i].onext)
+    for (uint32_t i = t->otab[pos].head; i != NIL; i = t->cold[i].onext)
         n++;
     tk_timer_handle small[OWNER_SMALL];
     tk_timer_handle *hs = n <= OWNER_SMALL ? small : tk_malloc(n * sizeof *hs);
     size_t k = 0;
-    for (uint32_t i = t->otab[pos].head; i != NIL; i = t->recs[i].onext)
-        hs[k++] = t->recs[i].handle;
+    for (uint32_t i = t->otab[pos].head; i != NIL; i = t->cold[i].onext)
+        hs[k++] = t->hot[i].handle;
 
     size_t cleared = 0;
     for (k = 0; k < n; k++) {
@@ -1000,7 +1172,8 @@ int tk_timer_get(const tk_world_t *w, tk_timer_handle h, tk_timer_info *out)
     uint32_t idx = lookup(t, h);
     if (idx == NIL)
         return TK_ENOENT;
-    const trec *r = &t->recs[idx];
+    const hot *r = &t->hot[idx];
+    const cold *c = &t->cold[idx];
     int64_t rem;
     if (r->status == TK_TIMER_ACTIVE || r->status == TK_TIMER_EXECUTING)
         rem = r->expire - t->now;
@@ -1009,16 +1182,16 @@ int tk_timer_get(const tk_world_t *w, tk_timer_handle h, tk_timer_info *out)
     int64_t el;
     out->handle = h;
     out->status = (tk_timer_status)r->status;
-    out->rate = ns_to_s(r->rate);
-    out->loop = r->loop;
-    if (__builtin_sub_overflow(r->rate, rem, &el))
-        out->elapsed = ns_to_s(r->rate) - ns_to_s(rem);
+    out->rate = ns_to_s(c->rate);
+    out->loop = c->loop;
+    if (__builtin_sub_overflow(c->rate, rem, &el))
+        out->elapsed = ns_to_s(c->rate) - ns_to_s(rem);
     else
         out->elapsed = ns_to_s(el);
     out->remaining = r->status == TK_TIMER_EXECUTING ? 0.0 : ns_to_s(rem);
-    out->fired = r->fired;
-    out->owner = r->owner;
-    out->ud = r->ud;
+    out->fired = c->fired;
+    out->owner = c->owner;
+    out->ud = c->ud;
     return 0;
 }
 
@@ -1035,8 +1208,8 @@ bool tk_timer_next(const tk_world_t *w, uint64_t *cursor, tk_timer_handle *out)
     if (!cursor || !out)
         return false;
     for (uint64_t i = *cursor; i < t->n_recs; i++) {
-        if (t->recs[i].handle) {
-            *out = t->recs[i].handle;
+        if (t->hot[i].handle) {
+            *out = t->hot[i].handle;
             *cursor = i + 1;
             return true;
         }
@@ -1069,9 +1242,9 @@ bool tk_timer_ticked_this_frame(const tk_world_t *w)
 
 /*
  * The earliest active timer is on the lowest non-empty level, in its lowest
- * occupied slot (placement rule above); the slot's list is unsorted, so this
- * is O(timers in that slot).  Inside a pass, a due timer not yet fired makes
- * the answer 0.
+ * occupied slot (placement rule above); the slot's lists are unsorted, so
+ * this is O(timers in that slot).  Inside a pass, a due timer not yet fired
+ * makes the answer 0.
  */
 double tk_timer_next_due(const tk_world_t *w)
 {
@@ -1079,7 +1252,7 @@ double tk_timer_next_due(const tk_world_t *w)
     const struct tk__timers *t = w->timers;
     if (t->in_pass) {
         for (size_t k = t->fire_pos; k < t->n_due; k++) {
-            const trec *r = &t->recs[t->due[k].handle & IDX_MASK];
+            const hot *r = &t->hot[t->due[k].handle & IDX_MASK];
             if (r->handle == t->due[k].handle && r->where == IN_DUE)
                 return 0.0;
         }
@@ -1089,14 +1262,16 @@ double tk_timer_next_due(const tk_world_t *w)
             continue;
         unsigned s = lvl * WHEEL_SLOTS + (unsigned)__builtin_ctzll(t->occupied[lvl]);
         int64_t best = INT64_MAX;
-        for (uint32_t i = t->heads[s]; i != NIL; i = t->recs[i].next)
-            best = TK_MIN(best, t->recs[i].expire);
+        for (unsigned k = 0; k < WHEEL_LANES; k++)
+            for (uint32_t i = t->heads[s * WHEEL_LANES + k]; i != NIL;
+                 i = (uint32_t)t->hot[i].next)
+                best = TK_MIN(best, t->hot[i].expire);
         return best > t->now ? ns_to_s(best - t->now) : 0.0;
     }
     return -1.0;
 }
 
-/* ---- snapshots ------------------------------------------------------------ */
+/* ---- snapshots -------------------------------------------------------- */
 
 /*
  * Restore the internal time (world.load): only while no timer exists.
@@ -1107,67 +1282,82 @@ int tk__timers_restore_time(tk_world_t *w, uint64_t internal_ns)
     struct tk__timers *t = w->timers;
     if (live_count(t) != 0 || t->in_pass)
         return TK_ESTATE;
-    t->now = (int64_t)internal_ns;
+    t->now = internal_ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)internal_ns;
     t->clk = t->now >> WHEEL_TICK_SHIFT;
     t->last_ticked = UINT64_MAX;
     return 0;
 }
 
+/*
+ * Snapshot restore (tickd/timer.h).  The remaining time may be negative for
+ * a timer that was paused or unpaused while due (Unreal keeps expire - now).
+ * Restored timers get new seqs in restore order, so ties keep the order in
+ * which they are restored.
+ */
 int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h,
                      tk_timer_status status, double remaining, uint64_t fired)
 {
     TK_ASSERT(w && w->timers);
     struct tk__timers *t = w->timers;
-    uint32_t idx = (uint32_t)(h & ((UINT64_C(1) << IDX_BITS) - 1));
+    uint32_t idx = (uint32_t)(h & IDX_MASK);
     uint64_t serial = h >> IDX_BITS;
     if (!desc || !(desc->rate > 0) || !isfinite(desc->rate))
         return tk__world_error(w, TK_EINVAL, "rate must be > 0 and finite");
     if (serial == 0 || serial > SERIAL_MAX || idx >= TK_TIMER_MAX)
         return tk__world_error(w, TK_EINVAL, "%llu is not a timer handle",
                                (unsigned long long)h);
-    if (!isfinite(remaining) || remaining < 0)
-        return tk__world_error(w, TK_EINVAL, "remaining must be a finite number >= 0");
+    if (!isfinite(remaining))
+        return tk__world_error(w, TK_EINVAL, "remaining must be a finite number");
     if (status != TK_TIMER_PENDING && status != TK_TIMER_ACTIVE && status != TK_TIMER_PAUSED)
         return tk__world_error(w, TK_EINVAL, "a restored timer is pending, active or paused");
     if (t->in_pass)
         return tk__world_error(w, TK_ESTATE, "timers cannot be restored during a pass");
-    if (idx < t->n_recs && t->recs[idx].handle != 0)
+    if (idx < t->n_recs && t->hot[idx].handle != 0)
         return tk__world_error(w, TK_EEXIST, "timer slot %u is taken", idx);
     if (desc->owner && owner_find(t, desc->owner) == SIZE_MAX && owner_reserve(t) < 0)
         return tk__world_error(w, TK_ENOMEM, "out of memory for a timer");
     if (idx < t->n_recs) {
-        uint32_t *pp = &t->free_head;
-        while (*pp != NIL && *pp != idx)
-            pp = &t->recs[*pp].next;
-        if (*pp != idx)
+        /* unlink slot idx from the free list */
+        uint32_t prev = NIL, i = t->free_head;
+        while (i != NIL && i != idx) {
+            prev = i;
+            i = (uint32_t)t->hot[i].next;
+        }
+        if (i != idx)
             return tk__world_error(w, TK_ESTATE, "timer slot %u is not free", idx);
-        *pp = t->recs[idx].next;
+        if (prev == NIL)
+            t->free_head = (uint32_t)t->hot[idx].next;
+        else
+            t->hot[prev].next = t->hot[idx].next;
     } else {
-        if (tk__try_grow((void **)&t->recs, &t->cap_recs, (size_t)idx + 1, sizeof *t->recs) < 0)
+        if (reserve_records(t, (size_t)idx + 1) < 0)
             return tk__world_error(w, TK_ENOMEM, "out of memory for a timer");
         for (uint32_t k = t->n_recs; k < idx; k++) {
-            memset(&t->recs[k], 0, sizeof t->recs[k]);
-            t->recs[k].next = t->free_head;
+            memset(&t->hot[k], 0, sizeof t->hot[k]);
+            memset(&t->cold[k], 0, sizeof t->cold[k]);
+            t->hot[k].next = t->free_head;
             t->free_head = k;
         }
         t->n_recs = idx + 1;
     }
     if (serial > t->serial)
         t->serial = serial;
-    trec *r = &t->recs[idx];
+    hot *r = &t->hot[idx];
+    cold *c = &t->cold[idx];
     memset(r, 0, sizeof *r);
+    memset(c, 0, sizeof *c);
     r->handle = h;
-    r->rate = secs_to_ns(desc->rate);
-    if (r->rate < 1)
-        r->rate = 1;
-    r->loop = desc->loop;
     r->seq = ++t->seq;
-    r->owner = desc->owner;
-    r->fn = desc->fn;
-    r->ud = desc->ud;
-    r->free_ud = desc->free_ud;
-    r->fired = fired;
-    int64_t rem = secs_to_ns(remaining);
+    c->rate = secs_to_ns(desc->rate);
+    if (c->rate < 1)
+        c->rate = 1;
+    c->loop = desc->loop;
+    c->owner = desc->owner;
+    c->fn = desc->fn;
+    c->ud = desc->ud;
+    c->free_ud = desc->free_ud;
+    c->fired = fired;
+    int64_t rem = signed_secs_to_ns(remaining);
     switch (status) {
     case TK_TIMER_ACTIVE:
         r->status = TK_TIMER_ACTIVE;
@@ -1179,7 +1369,6 @@ int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h
         r->status = TK_TIMER_PENDING;
         r->expire = rem;
         pend_add(t, idx);
-        t->n_pending++;
         break;
     default:
         r->status = TK_TIMER_PAUSED;
@@ -1188,7 +1377,7 @@ int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h
         t->n_paused++;
         break;
     }
-    if (r->owner)
+    if (c->owner)
         owner_link(t, idx);
     return 0;
 }

@@ -376,6 +376,13 @@ static int parse_list(const char *v, tkd_strlist *out, char *reason,
             strlist_free(&l);
             return TK_EINVAL;
         }
+        /* ';' and '#' start comments in an ini file: an item holding one could
+         * not be written back and read the same. */
+        if (memchr(a, ';', (size_t)(b - a)) || memchr(a, '#', (size_t)(b - a))) {
+            snprintf(reason, rlen, "item %zu of the list contains ';' or '#'", i + 1);
+            strlist_free(&l);
+            return TK_EINVAL;
+        }
         char *item = tk_malloc((size_t)(b - a) + 1);
         memcpy(item, a, (size_t)(b - a));
         item[b - a] = '\0';

@@ -96,6 +96,11 @@ json_t *tkd_stats_json(tkd *d);
 void tkd_methods_post_frame(tkd *d, const tk_frame_info *f);
 void tkd_methods_shutdown(tkd *d);
 
+/* Protocol timers: the shortest rate (s).  A looping timer catches up one
+ * action per elapsed period, so a tinier rate would run thousands of actions
+ * in one frame. */
+#define TKD_TIMER_MIN_RATE 0.001
+
 /* Version string. */
 #define TKD_VERSION TICKD_VERSION
 

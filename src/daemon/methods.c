@@ -850,12 +850,10 @@ static void m_tick_set(req *r)
         for (size_t i = 0; i < n; i++) {
             const tks_entity *e = tks_entity_get(d->sim, ids[i]);
             if (!e) {
+                fail(r, -32001, "ids[%zu]: entity %llu does not exist", i,
+                     (unsigned long long)ids[i]);
                 tkd_arena_free(&a);
-                {
-                    fail(r, -32001, "ids[%zu]: entity %llu does not exist", i,
-                         (unsigned long long)ids[i]);
-                    return;
-                }
+                return;
             }
             targets[i] = tks_entity_tick(e, -1);
             if (targets[i] == TK_TICK_NONE) {
@@ -1141,6 +1139,12 @@ static void set_timer(req *r, bool next_tick)
         }
         if (!(td.rate > 0)) {
             fail(r, -32602, "rate: must be > 0 (use timer.clear to stop a timer)");
+            return;
+        }
+        if (td.rate < TKD_TIMER_MIN_RATE) {
+            fail(r, -32602, "rate: must be at least %g s (a looping timer runs its action once "
+                            "per elapsed period)",
+                 TKD_TIMER_MIN_RATE);
             return;
         }
         READ(tkd_p_bool(r->params, "loop", "", &td.loop, &pe));

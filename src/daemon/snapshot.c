@@ -566,7 +566,7 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
             if ((in->timers[k].handle & TK_TIMER_MAX) == (ti->handle & TK_TIMER_MAX))
                 return perr(e, -32602, "%s.handle: the slot of handle %llu is used twice", p,
                             (unsigned long long)ti->handle);
-        NEED(tkd_p_num(t, "rate", p, 1e-9, 1e9, &ti->rate, e), p, "rate");
+        NEED(tkd_p_num(t, "rate", p, TKD_TIMER_MIN_RATE, 1e9, &ti->rate, e), p, "rate");
         OPT(tkd_p_bool(t, "loop", p, &ti->loop, e));
         const char *status = "active";
         OPT(tkd_p_str(t, "status", p, &status, e));

@@ -50,6 +50,8 @@ struct tks_sim {
     uint64_t *level_counts;    /* by level slot */
     size_t n_level_counts;
     struct { tks_id id; tk_tick_spec spec; } *nospec; /* actors never registered */
+    tk_tickable_id *tickables; /* tickables this sim made (removed by tks_free) */
+    size_t n_tickables, cap_tickables;
     size_t n_nospec, cap_nospec;
     void (*on_destroy)(void *ud, tks_id id);
     void *on_destroy_ud;
@@ -199,10 +201,33 @@ tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg)
 
 static void free_entity_mem(tks_sim *s, tks_entity *e);
 
+static void remember_tickable(tks_sim *s, tk_tickable_id id)
+{
+    /* Compact out the ones already removed before growing. */
+    if (s->n_tickables == s->cap_tickables) {
+        size_t k = 0;
+        for (size_t i = 0; i < s->n_tickables; i++) {
+            tk_tickable_info info;
+            if (tk_tickable_get(s->w, s->tickables[i], &info) == 0)
+                s->tickables[k++] = s->tickables[i];
+        }
+        s->n_tickables = k;
+        if (k * 2 >= s->cap_tickables) {
+            s->cap_tickables = s->cap_tickables ? s->cap_tickables * 2 : 16;
+            s->tickables = tk_realloc(s->tickables, s->cap_tickables * sizeof *s->tickables);
+        }
+    }
+    s->tickables[s->n_tickables++] = id;
+}
+
 void tks_free(tks_sim *s)
 {
     if (!s)
         return;
+    /* Our tickables first: their cleanup needs the classes freed below. */
+    for (size_t i = 0; i < s->n_tickables; i++)
+        tk_tickable_remove(s->w, s->tickables[i]);
+    tk_free(s->tickables);
     for (size_t c = 0; c < s->n_chunks; c++) {
         idchunk *ch = s->chunks[c];
         if (!ch)
@@ -385,7 +410,10 @@ static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, con
     case TKS_PROP_ID:
         if (v->type != TKS_V_NUMBER || v->num != floor(v->num) || v->num < 1 || v->num > 9e15)
             return errf(err, TK_EINVAL, "%s.%s: must be an entity id", path, d->name);
-        if (m->id_known ? !m->id_known(m->ud, (tks_id)v->num) : !tks__entity(s, (tks_id)v->num))
+        /* A snapshot may hold an id whose entity died since it was set (a
+         * follower of a destroyed target): that is a state the world had, so
+         * it loads; a live request must name a live entity. */
+        if (!m->id_known && !tks__entity(s, (tks_id)v->num))
             return errf(err, TK_ENOENT, "%s.%s: entity %.0f does not exist", path, d->name,
                         v->num);
         return 0;
@@ -1055,6 +1083,7 @@ int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool wh
         tickable_free(t);
         return errf(err, rc, "%s", tk_world_last_error(s->w));
     }
+    remember_tickable(s, t->id);
     *out = t->id;
     return 0;
 }
@@ -1252,5 +1281,6 @@ int tks_tickable_restore(tks_sim *s, const char *cls, const tk_tickable_desc *de
         return errf(err, rc, "%s", tk_world_last_error(s->w));
     }
     t->id = id;
+    remember_tickable(s, id);
     return 0;
 }

@@ -239,10 +239,12 @@ typedef struct tks_entity_restore {
 
 /*
  * Check an entity of a snapshot without changing anything: classes, specs,
- * numbers, props.  Entity ids named by props must satisfy `id_known` (the
- * snapshot's own ids) instead of existing now; spawn templates are checked
- * for shape and classes only (their levels and prerequisites are checked
- * when they spawn).  `path` prefixes error messages ("entities[3]").
+ * numbers, props.  Entity ids named by props need not exist (a follower may
+ * outlive its target); spawn templates are checked for shape and classes
+ * only (their levels and prerequisites are checked when they spawn).
+ * `id_known` tells the snapshot's own ids (kept for callers that want to
+ * report dangling references; it does not make a check fail).  `path`
+ * prefixes error messages ("entities[3]").
  */
 int tks_restore_check(const tks_sim *s, const tks_entity_restore *e, const char *path,
                       bool (*id_known)(void *ud, tks_id id), void *ud, char err[TKS_ERR_MAX]);

@@ -120,7 +120,7 @@ START_TEST(config_defaults)
     ck_assert_uint_eq(c.socket_mode, 0660);
     ck_assert_uint_eq(c.max_clients, 256);
     ck_assert_uint_eq(c.max_line, 1048576);
-    ck_assert_uint_eq(c.max_pending, 1024);
+    ck_assert_uint_eq(c.max_pending, 16384);
     ck_assert_uint_eq(c.max_batch, 10000);
     ck_assert_uint_eq(c.max_output, 16777216);
     ck_assert_double_eq(c.slow_tick_ms, 5);
