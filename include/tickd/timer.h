@@ -88,8 +88,10 @@ int tk_timer_unpause(tk_world_t *w, tk_timer_handle h); /* no-op if !paused  */
 
 /*
  * Snapshot restore: a timer under its saved handle (its slot must be free) in
- * status pending, active or paused, with `remaining` s and `fired` calls.
+ * status pending, active or paused, with `remaining` s (finite; negative for
+ * a timer paused while due, as tk_timer_get reports it) and `fired` calls.
  * Between passes only.  Later handles never collide with restored ones.
+ * Ties on expiry fire in the order the timers were restored.
  */
 int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h,
                      tk_timer_status status, double remaining, uint64_t fired);
@@ -104,7 +106,8 @@ typedef struct tk_timer_info {
     bool loop;
     double elapsed;         /* s (GetTimerElapsed; may be < 0 when pending)  */
     double remaining;       /* s (GetTimerRemaining)                         */
-    uint64_t fired;         /* callbacks run so far                          */
+    uint64_t fired;         /* expiries run so far (callback invocations;
+                               counted also when fn is NULL)                 */
     uint64_t owner;
     void *ud;
 } tk_timer_info;

@@ -70,7 +70,9 @@
  * slots are visited in time order (levels bottom-up, slots by ascending index
  * - valid slots never wrap within a level), so the due set is ordered by a
  * stable bucket pass on the slot each entry came from, then a sort of each
- * slot's group alone: O(d log s) for d due timers from slots of at most s.
+ * slot's group alone (a distribution pass into 64 buckets over the group's
+ * expiry range, then an introsort of each bucket): O(d log s) at worst for d
+ * due timers from slots of at most s, near O(d) for spread-out expiries.
  * Ties on expiry fire in set order (seq), libuv's (deadline, seq) key;
  * Unreal's binary heap leaves ties arbitrary.
  *
@@ -439,6 +441,46 @@ static void due_sort(due_ent *a, size_t n, unsigned depth)
     insertion_sort(a, n);
 }
 
+/*
+ * Sort one slot's group a[0..n) using `tmp` (n entries) as scratch: a
+ * distribution pass on the group's own expiry range into 64 buckets (a slot's
+ * timers are spread over its width), then each bucket by due_sort.  Exact:
+ * buckets are ordered ranges of expiry, and ties stay in one bucket.
+ */
+static void group_sort(due_ent *a, size_t n, due_ent *tmp)
+{
+    if (n <= 32) {
+        due_sort(a, n, 64);
+        return;
+    }
+    int64_t lo = a[0].expire, hi = a[0].expire;
+    for (size_t k = 1; k < n; k++) {
+        lo = TK_MIN(lo, a[k].expire);
+        hi = TK_MAX(hi, a[k].expire);
+    }
+    uint64_t span = (uint64_t)(hi - lo);
+    if (span == 0) {
+        due_sort(a, n, 64); /* one expiry: by seq */
+        return;
+    }
+    int bits = 64 - __builtin_clzll(span);
+    unsigned sh = bits > 6 ? (unsigned)(bits - 6) : 0; /* span >> sh < 64 */
+    uint32_t count[65];
+    memset(count, 0, sizeof count);
+    for (size_t k = 0; k < n; k++)
+        count[((uint64_t)(a[k].expire - lo) >> sh) + 1]++;
+    for (unsigned b = 0; b < 64; b++)
+        count[b + 1] += count[b];
+    for (size_t k = 0; k < n; k++)
+        tmp[count[(uint64_t)(a[k].expire - lo) >> sh]++] = a[k];
+    size_t start = 0;
+    for (unsigned b = 0; b < 64; b++) {
+        due_sort(tmp + start, count[b] - start, 64);
+        start = count[b];
+    }
+    memcpy(a, tmp, n * sizeof *a);
+}
+
 /* ---- owner index ------------------------------------------------------ */
 
 static inline size_t owner_home(const struct tk__timers *t, uint64_t owner)
@@ -639,10 +681,16 @@ static uint32_t take_record(struct tk__timers *t)
         idx = t->n_recs++;
     }
     t->serial = t->serial >= SERIAL_MAX ? 1 : t->serial + 1;
-    memset(&t->hot[idx], 0, sizeof t->hot[idx]);
+    hot *h = &t->hot[idx];
+    h->expire = 0;
+    h->seq = ++t->seq;
+    h->handle = (t->serial << IDX_BITS) | idx;
+    h->next = NIL; /* all of the link word: merged into one store */
+    h->prev = NIL;
+    h->list = 0;
+    h->where = IN_NONE;
+    h->status = 0;
     memset(&t->cold[idx], 0, sizeof t->cold[idx]);
-    t->hot[idx].handle = (t->serial << IDX_BITS) | idx;
-    t->hot[idx].seq = ++t->seq;
     return idx;
 }
 
@@ -739,10 +787,10 @@ static void sort_due(struct tk__timers *t)
     t->due = t->due2;
     t->due2 = x;
 
-    size_t start = 0;
+    size_t start = 0; /* due2 is free scratch from here */
     for (size_t k = 1; k <= n; k++) {
         if (k == n || t->due[k].rank != t->due[start].rank) {
-            due_sort(t->due + start, k - start, 64);
+            group_sort(t->due + start, k - start, t->due2 + start);
             start = k;
         }
     }

@@ -563,6 +563,8 @@ json_t *tkd_j_value(const tks_prop_desc *d, const tks_value *v)
     case TKS_PROP_COUNT:
     case TKS_PROP_ID:
         return json_integer((json_int_t)v->num);
+    case TKS_PROP_BOOL:
+        return json_boolean(v->b);
     case TKS_PROP_SPAWN:
         if (v->self)
             return json_string("self");

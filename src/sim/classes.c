@@ -1,6 +1,8 @@
 /*
- * classes.c - the built-in entity classes (PROTOCOL.md "Built-in classes").
- * Each is usable as an actor, a component and a tickable.
+ * classes.c - the built-in entity classes (PROTOCOL.md "Built-in classes"),
+ * written against the plugin ABI (tickd/plugin.h) and nothing else: they get
+ * no service a plugin could not get.  Each is usable as an actor, a component
+ * and a tickable.
  *
  *   counter   nothing but being counted (the core keeps the counters)
  *   mover     x, y, z += v * dt each tick (batch form)
@@ -11,26 +13,34 @@
  *   burner    busy-works `work_us` microseconds each tick (load tests)
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <time.h>
 
+#include "tickd/clock.h"
+#include "tickd/plugin.h"
 #include "sim_int.h"
+
+#define CLASS(...) ((const tkp_class){.abi = TICKD_PLUGIN_ABI, __VA_ARGS__})
 
 /* ---- counter --------------------------------------------------------------- */
 
-static void counter_tick(void *target, float dt, tk_tick_ctx *ctx)
+static void counter_tick(tkp_obj *o, float dt, const tkp_ctx *c)
 {
-    (void)target;
+    (void)o;
     (void)dt;
-    (void)ctx;
+    (void)c;
 }
 
-static void counter_batch(void *const *targets, size_t n, float dt, tk_tick_ctx *ctx)
+static void counter_batch(tkp_obj *const *o, size_t n, float dt, const tkp_ctx *c)
 {
-    (void)targets;
+    (void)o;
     (void)n;
     (void)dt;
-    (void)ctx;
+    (void)c;
 }
+
+static const tkp_class counter_class = CLASS(.name = "counter", .position = -1,
+                                             .tick = counter_tick, .tick_batch = counter_batch);
 
 /* ---- mover ------------------------------------------------------------------- */
 
@@ -39,13 +49,13 @@ typedef struct mover {
     double vx, vy, vz;  /* units per s */
 } mover;
 
-static const tks_prop_desc mover_props[] = {
-    {"x", TKS_PROP_NUMBER, offsetof(mover, x), 0, -1e300, 1e300, false},
-    {"y", TKS_PROP_NUMBER, offsetof(mover, y), 0, -1e300, 1e300, false},
-    {"z", TKS_PROP_NUMBER, offsetof(mover, z), 0, -1e300, 1e300, false},
-    {"vx", TKS_PROP_NUMBER, offsetof(mover, vx), 0, -1e300, 1e300, false},
-    {"vy", TKS_PROP_NUMBER, offsetof(mover, vy), 0, -1e300, 1e300, false},
-    {"vz", TKS_PROP_NUMBER, offsetof(mover, vz), 0, -1e300, 1e300, false},
+static const tkp_prop mover_props[] = {
+    {"x", TKP_PROP_NUMBER, offsetof(mover, x), 0, -1e300, 1e300, false},
+    {"y", TKP_PROP_NUMBER, offsetof(mover, y), 0, -1e300, 1e300, false},
+    {"z", TKP_PROP_NUMBER, offsetof(mover, z), 0, -1e300, 1e300, false},
+    {"vx", TKP_PROP_NUMBER, offsetof(mover, vx), 0, -1e300, 1e300, false},
+    {"vy", TKP_PROP_NUMBER, offsetof(mover, vy), 0, -1e300, 1e300, false},
+    {"vz", TKP_PROP_NUMBER, offsetof(mover, vz), 0, -1e300, 1e300, false},
 };
 
 static inline void mover_step(mover *m, float dt)
@@ -55,114 +65,118 @@ static inline void mover_step(mover *m, float dt)
     m->z += m->vz * dt;
 }
 
-static void mover_tick(void *target, float dt, tk_tick_ctx *ctx)
+static void mover_tick(tkp_obj *o, float dt, const tkp_ctx *c)
 {
-    (void)ctx;
-    mover_step(tks_obj_state(target), dt);
+    mover_step(c->api->state(o), dt);
 }
 
-static void mover_batch(void *const *targets, size_t n, float dt, tk_tick_ctx *ctx)
+static void mover_batch(tkp_obj *const *o, size_t n, float dt, const tkp_ctx *c)
 {
-    (void)ctx;
+    void *(*state)(tkp_obj *) = c->api->state;
     for (size_t i = 0; i < n; i++)
-        mover_step(tks_obj_state(targets[i]), dt);
+        mover_step(state(o[i]), dt);
 }
+
+static const tkp_class mover_class =
+    CLASS(.name = "mover", .state_size = sizeof(mover), .props = mover_props,
+          .n_props = sizeof mover_props / sizeof mover_props[0], .position = offsetof(mover, x),
+          .tick = mover_tick, .tick_batch = mover_batch);
 
 /* ---- spawner --------------------------------------------------------------------- */
 
 typedef struct spawner {
-    tks_spawn_req *spawn;  /* template; NULL with self */
-    bool self;             /* must follow `spawn` (TKS_PROP_SPAWN layout) */
-    uint64_t every;        /* ticks between spawns */
-    uint64_t max_total;    /* spawns in all */
-    uint64_t ticks;        /* ticks so far */
-    uint64_t spawned;      /* spawns so far */
+    tkp_spawn_ref spawn;   /* what to spawn (host-owned)  */
+    uint64_t every;        /* ticks between spawns        */
+    uint64_t max_total;    /* spawns in all               */
+    uint64_t ticks;        /* ticks so far                */
+    uint64_t spawned;      /* spawns so far               */
+    uint64_t failures;     /* spawns refused (limits)     */
 } spawner;
 
-static const tks_prop_desc spawner_props[] = {
-    {"spawn", TKS_PROP_SPAWN, offsetof(spawner, spawn), 0, 0, 0, true},
-    {"every", TKS_PROP_COUNT, offsetof(spawner, every), 1, 1, 1e15, false},
-    {"max_total", TKS_PROP_COUNT, offsetof(spawner, max_total), 1, 0, 1e15, false},
+static const tkp_prop spawner_props[] = {
+    {"spawn", TKP_PROP_SPAWN, offsetof(spawner, spawn), 0, 0, 0, true},
+    {"every", TKP_PROP_COUNT, offsetof(spawner, every), 1, 1, 1e15, false},
+    {"max_total", TKP_PROP_COUNT, offsetof(spawner, max_total), 1, 0, 1e15, false},
 };
 
-static void spawner_tick(void *target, float dt, tk_tick_ctx *ctx)
+static void spawner_tick(tkp_obj *o, float dt, const tkp_ctx *c)
 {
     (void)dt;
-    tks_obj *o = target;
-    spawner *sp = tks_obj_state(o);
+    spawner *sp = c->api->state(o);
     sp->ticks++;
     if (sp->ticks % sp->every != 0 || sp->spawned >= sp->max_total)
         return;
-    tks_sim *s = tks_of_world(ctx->world);
-    char err[TKS_ERR_MAX];
-    tks_id first;
-    int rc = sp->self ? tks__spawn_self(s, o, err) : tks_spawn(s, sp->spawn, &first, err);
-    if (rc == 0)
+    char err[256];
+    if (c->api->spawn(c, o, &sp->spawn, err, sizeof err) == 0) {
         sp->spawned++;
-    else
-        tks__spawn_failed(s, err);
+        return;
+    }
+    /* A refused spawn (max_entities, a level removed...): logged at most
+     * once a second of 60 Hz frames per spawner, counted always. */
+    if (sp->failures++ % 60 == 0) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "entity %llu could not spawn (%llu times): %s",
+                 (unsigned long long)c->api->entity(o), (unsigned long long)sp->failures, err);
+        c->api->log(c, 1, msg);
+    }
 }
+
+static const tkp_class spawner_class =
+    CLASS(.name = "spawner", .state_size = sizeof(spawner), .props = spawner_props,
+          .n_props = sizeof spawner_props / sizeof spawner_props[0], .position = -1,
+          .tick = spawner_tick);
 
 /* ---- follower ---------------------------------------------------------------------- */
 
 typedef struct follower {
     uint64_t target;       /* entity id followed            */
     double x, y, z;        /* copied from the target        */
-    tk_tick_id linked;     /* prerequisite added for target */
+    uint64_t linked;       /* target it waits for, 0: none  */
 } follower;
 
-static const tks_prop_desc follower_props[] = {
-    {"target", TKS_PROP_ID, offsetof(follower, target), 0, 1, 9e15, true},
-    {"x", TKS_PROP_NUMBER, offsetof(follower, x), 0, -1e300, 1e300, false},
-    {"y", TKS_PROP_NUMBER, offsetof(follower, y), 0, -1e300, 1e300, false},
-    {"z", TKS_PROP_NUMBER, offsetof(follower, z), 0, -1e300, 1e300, false},
+static const tkp_prop follower_props[] = {
+    {"target", TKP_PROP_ID, offsetof(follower, target), 0, 1, 9e15, true},
+    {"x", TKP_PROP_NUMBER, offsetof(follower, x), 0, -1e300, 1e300, false},
+    {"y", TKP_PROP_NUMBER, offsetof(follower, y), 0, -1e300, 1e300, false},
+    {"z", TKP_PROP_NUMBER, offsetof(follower, z), 0, -1e300, 1e300, false},
 };
 
-static void follower_link(tks_sim *s, tks_obj *o)
+static void follower_create(tkp_obj *o, const tkp_ctx *c)
 {
-    follower *f = tks_obj_state(o);
-    f->linked = TK_TICK_NONE;
-    if (o->tick == TK_TICK_NONE)
-        return;
-    const tks_entity *t = tks_entity_get(s, f->target);
-    tk_tick_id tt = t ? tks_entity_tick(t, -1) : TK_TICK_NONE;
-    if (tt == TK_TICK_NONE || tt == o->tick)
-        return;
-    if (tk_tick_add_prerequisite(tks_world(s), o->tick, tt) == 0)
-        f->linked = tt;
+    follower *f = c->api->state(o);
+    f->linked = 0;
+    if (f->target != c->api->entity(o) && c->api->add_prerequisite(c, o, f->target) == 0)
+        f->linked = f->target;
 }
 
-static int follower_init(tks_sim *s, tks_obj *o, char err[TKS_ERR_MAX])
-{
-    (void)err;
-    follower_link(s, o);
-    return 0;
-}
-
-static void follower_props_changed(tks_sim *s, tks_obj *o, const void *old)
+static void follower_props_changed(tkp_obj *o, const void *old, const tkp_ctx *c)
 {
     const follower *was = old;
-    follower *f = tks_obj_state(o);
+    follower *f = c->api->state(o);
     if (was->target == f->target)
         return;
-    if (was->linked != TK_TICK_NONE && tk_tick_alive(tks_world(s), was->linked) &&
-        o->tick != TK_TICK_NONE)
-        tk_tick_remove_prerequisite(tks_world(s), o->tick, was->linked);
-    follower_link(s, o);
+    if (was->linked)
+        c->api->remove_prerequisite(c, o, was->linked);
+    follower_create(o, c);
 }
 
-static void follower_tick(void *target, float dt, tk_tick_ctx *ctx)
+static void follower_tick(tkp_obj *o, float dt, const tkp_ctx *c)
 {
     (void)dt;
-    tks_obj *o = target;
-    follower *f = tks_obj_state(o);
+    follower *f = c->api->state(o);
     double pos[3];
-    if (tks__entity_pos(tks_of_world(ctx->world), f->target, pos)) {
+    if (c->api->entity_position(c, f->target, pos)) {
         f->x = pos[0];
         f->y = pos[1];
         f->z = pos[2];
     }
 }
+
+static const tkp_class follower_class =
+    CLASS(.name = "follower", .state_size = sizeof(follower), .props = follower_props,
+          .n_props = sizeof follower_props / sizeof follower_props[0],
+          .position = offsetof(follower, x), .create = follower_create, .tick = follower_tick,
+          .props_changed = follower_props_changed);
 
 /* ---- burner ------------------------------------------------------------------------- */
 
@@ -170,15 +184,14 @@ typedef struct burner {
     double work_us;        /* busy work per tick, microseconds */
 } burner;
 
-static const tks_prop_desc burner_props[] = {
-    {"work_us", TKS_PROP_NUMBER, offsetof(burner, work_us), 50, 0, 1e6, false},
+static const tkp_prop burner_props[] = {
+    {"work_us", TKP_PROP_NUMBER, offsetof(burner, work_us), 50, 0, 1e6, false},
 };
 
-static void burner_tick(void *target, float dt, tk_tick_ctx *ctx)
+static void burner_tick(tkp_obj *o, float dt, const tkp_ctx *c)
 {
     (void)dt;
-    (void)ctx;
-    burner *b = tks_obj_state(target);
+    burner *b = c->api->state(o);
     uint64_t end = tk_clock_now_ns() + (uint64_t)(b->work_us * 1000.0);
     volatile uint64_t sink = 0;
     while (tk_clock_now_ns() < end)
@@ -187,22 +200,14 @@ static void burner_tick(void *target, float dt, tk_tick_ctx *ctx)
     (void)sink;
 }
 
+static const tkp_class burner_class =
+    CLASS(.name = "burner", .state_size = sizeof(burner), .props = burner_props,
+          .n_props = sizeof burner_props / sizeof burner_props[0], .position = -1,
+          .tick = burner_tick);
+
 /* ---- the table ---------------------------------------------------------------------- */
 
-#define PROPS(p) p, sizeof(p) / sizeof((p)[0])
-
-const tks_class tks_builtin_classes[] = {
-    {.name = "counter", .state_size = 0, .props = NULL, .n_props = 0, .tick = counter_tick,
-     .tick_batch = counter_batch, .pos_offset = -1},
-    {.name = "mover", .state_size = sizeof(mover), PROPS(mover_props), .tick = mover_tick,
-     .tick_batch = mover_batch, .pos_offset = offsetof(mover, x)},
-    {.name = "spawner", .state_size = sizeof(spawner), PROPS(spawner_props),
-     .tick = spawner_tick, .pos_offset = -1},
-    {.name = "follower", .state_size = sizeof(follower), PROPS(follower_props),
-     .tick = follower_tick, .init = follower_init, .props_changed = follower_props_changed,
-     .pos_offset = offsetof(follower, x)},
-    {.name = "burner", .state_size = sizeof(burner), PROPS(burner_props), .tick = burner_tick,
-     .pos_offset = -1},
-};
+const tkp_class *const tks_builtin_classes[] = {&counter_class, &mover_class, &spawner_class,
+                                                &follower_class, &burner_class};
 
 const size_t tks_n_builtin_classes = sizeof tks_builtin_classes / sizeof tks_builtin_classes[0];

@@ -40,7 +40,7 @@ typedef struct idchunk {
 struct tks_sim {
     tk_engine_t *engine;
     tk_world_t *w;
-    tks_class *classes;
+    tks_class **classes;       /* registered classes (stable addresses) */
     size_t n_classes;
     idchunk **chunks;          /* by id >> CHUNK_BITS */
     size_t n_chunks;
@@ -55,8 +55,6 @@ struct tks_sim {
     size_t n_nospec, cap_nospec;
     void (*on_destroy)(void *ud, tks_id id);
     void *on_destroy_ud;
-    uint64_t spawn_failures;
-    uint64_t last_failure_log_frame;
 };
 
 /* ---- requests -------------------------------------------------------------- */
@@ -185,17 +183,13 @@ tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg)
     s->max_entities = cfg && cfg->max_entities ? cfg->max_entities : UINT64_MAX;
     tk_world_set_user(s->w, s);
     tk_world_set_tick_namer(s->w, tick_namer, s);
-    s->classes = tk_calloc(tks_n_builtin_classes, sizeof *s->classes);
     for (size_t i = 0; i < tks_n_builtin_classes; i++) {
-        s->classes[i] = tks_builtin_classes[i];
-        tk_tick_class_desc d = {s->classes[i].name, s->classes[i].tick, s->classes[i].tick_batch};
-        int rc = tk_tick_class_register(s->w, &d, &s->classes[i].tick_cls);
-        if (rc != 0) {
-            tk_log_error("cannot register class %s: %s", d.name, tk_world_last_error(s->w));
+        char err[TKS_ERR_MAX];
+        if (tks_register_class(s, tks_builtin_classes[i], "built-in", err) != 0) {
+            tk_log_error("cannot register a built-in class: %s", err);
             abort();
         }
     }
-    s->n_classes = tks_n_builtin_classes;
     return s;
 }
 
@@ -240,6 +234,8 @@ void tks_free(tks_sim *s)
     tk_free(s->chunks);
     tk_free(s->nospec);
     tk_free(s->level_counts);
+    for (size_t i = 0; i < s->n_classes; i++)
+        tk_free(s->classes[i]);
     tk_free(s->classes);
     tk_world_set_user(s->w, NULL);
     tk_free(s);
@@ -266,30 +262,32 @@ void tks_set_next_id(tks_sim *s, tks_id next)
 size_t tks_class_count(const tks_sim *s) { return s->n_classes; }
 const tks_class *tks_class_at(const tks_sim *s, size_t i)
 {
-    return i < s->n_classes ? &s->classes[i] : NULL;
+    return i < s->n_classes ? s->classes[i] : NULL;
 }
 const tks_class *tks_class_find(const tks_sim *s, const char *name)
 {
     for (size_t i = 0; name && i < s->n_classes; i++)
-        if (strcmp(s->classes[i].name, name) == 0)
-            return &s->classes[i];
+        if (strcmp(s->classes[i]->name, name) == 0)
+            return s->classes[i];
     return NULL;
 }
 const char *tks_class_name(const tks_class *c) { return c->name; }
 size_t tks_class_props(const tks_class *c, const tks_prop_desc **out)
 {
-    *out = c->props;
-    return c->n_props;
+    *out = c->p->props;
+    return c->p->n_props;
 }
+const tkp_class *tks_class_abi(const tks_class *c) { return c->p; }
+const char *tks_class_origin(const tks_class *c) { return c->origin; }
 void tks_class_info_get(const tks_class *c, tks_class_info *out)
 {
     out->name = c->name;
-    out->batch = c->tick_batch != NULL;
+    out->batch = c->p->tick_batch != NULL;
 }
 
 /* ---- ids ---------------------------------------------------------------------- */
 
-tks_entity *tks__entity(tks_sim *s, tks_id id)
+static tks_entity *tks__entity(tks_sim *s, tks_id id)
 {
     size_t c = (size_t)(id >> CHUNK_BITS);
     if (id == 0 || c >= s->n_chunks || !s->chunks[c])
@@ -350,10 +348,347 @@ uint64_t tks_level_entities(const tks_sim *s, tk_level_id level)
     return i < s->n_level_counts ? s->level_counts[i] : 0;
 }
 
-/* ---- validation ------------------------------------------------------------------ */
+/* ---- the plugin host ---------------------------------------------------------------- */
 
 static int errf(char err[TKS_ERR_MAX], int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The props given to a class's check hook. */
+struct tkp_props {
+    const tks_prop_kv *kv;
+    size_t n;
+};
+
+static const tkp_api host_api;
+
+static tkp_ctx make_ctx(tks_sim *s, const tk_tick_ctx *tc)
+{
+    tkp_ctx c;
+    c.api = &host_api;
+    c.host = s;
+    c.frame = tc ? tc->frame : tk_world_frame(s->w);
+    c.group = tc ? (int)tc->group : -1;
+    c.pause_frame = tc ? tc->pause_frame : false;
+    return c;
+}
+
+static const tks_value *prop_find(const tkp_props *p, const char *key)
+{
+    for (size_t i = 0; p && i < p->n; i++)
+        if (strcmp(p->kv[i].key, key) == 0)
+            return &p->kv[i].v;
+    return NULL;
+}
+
+static bool api_prop_has(const tkp_props *p, const char *key) { return prop_find(p, key) != NULL; }
+
+static int api_prop_number(const tkp_props *p, const char *key, double *out)
+{
+    const tks_value *v = prop_find(p, key);
+    if (!v || v->type != TKS_V_NUMBER)
+        return -1;
+    *out = v->num;
+    return 0;
+}
+
+static int api_prop_bool(const tkp_props *p, const char *key, bool *out)
+{
+    const tks_value *v = prop_find(p, key);
+    if (!v || v->type != TKS_V_BOOL)
+        return -1;
+    *out = v->b;
+    return 0;
+}
+
+static int api_prop_string(const tkp_props *p, const char *key, const char **out)
+{
+    const tks_value *v = prop_find(p, key);
+    if (!v || v->type != TKS_V_STRING)
+        return -1;
+    *out = v->str;
+    return 0;
+}
+
+static int api_prop_ids(const tkp_props *p, const char *key, const tkp_id **ids, size_t *n)
+{
+    const tks_value *v = prop_find(p, key);
+    if (!v || v->type != TKS_V_IDS)
+        return -1;
+    *ids = v->ids;
+    *n = v->n_ids;
+    return 0;
+}
+
+static void *api_state(tkp_obj *o) { return tks_obj_state(o); }
+static tkp_id api_entity(const tkp_obj *o) { return o->owner ? o->owner->id : 0; }
+static int api_component(const tkp_obj *o) { return o->comp; }
+static const tkp_class *api_class_of(const tkp_obj *o) { return o->cls->p; }
+
+static bool entity_pos(tks_sim *s, tks_id id, double out[3]);
+
+static bool api_entity_position(const tkp_ctx *c, tkp_id id, double out[3])
+{
+    return entity_pos(c->host, id, out);
+}
+
+static void *api_entity_state(const tkp_ctx *c, tkp_id id, const tkp_class *cls)
+{
+    tks_entity *e = tks__entity(c->host, id);
+    if (!e || (cls && e->obj.cls->p != cls))
+        return NULL;
+    return e->state;
+}
+
+static void api_for_each(const tkp_ctx *c, const tkp_class *cls, void (*fn)(void *, tkp_obj *),
+                         void *ud)
+{
+    tks_sim *s = c->host;
+    for (size_t k = 0; k < s->n_chunks; k++) {
+        for (size_t i = 0; i < CHUNK && s->chunks[k]; i++) {
+            tks_entity *e = s->chunks[k]->e[i];
+            if (!e)
+                continue;
+            if (e->obj.cls->p == cls)
+                fn(ud, &e->obj);
+            for (uint16_t j = 0; j < e->n_comps; j++)
+                if (e->comps[j]->obj.cls->p == cls)
+                    fn(ud, &e->comps[j]->obj);
+        }
+    }
+    for (size_t i = 0; i < s->n_tickables; i++) {
+        tk_tickable_info info;
+        if (tk_tickable_get(s->w, s->tickables[i], &info) != 0 || !info.ud)
+            continue;
+        tks_tickable *t = info.ud;
+        if (t->obj.cls->p == cls)
+            fn(ud, &t->obj);
+    }
+}
+
+static int api_prerequisite(const tkp_ctx *c, tkp_obj *o, tkp_id target, bool add)
+{
+    tks_sim *s = c->host;
+    tks_entity *t = tks__entity(s, target);
+    if (o->tick == TK_TICK_NONE || !t || t->obj.tick == TK_TICK_NONE || t->obj.tick == o->tick)
+        return -1;
+    int rc = add ? tk_tick_add_prerequisite(s->w, o->tick, t->obj.tick)
+                 : tk_tick_remove_prerequisite(s->w, o->tick, t->obj.tick);
+    return rc ? -1 : 0;
+}
+
+static int api_add_prerequisite(const tkp_ctx *c, tkp_obj *o, tkp_id target)
+{
+    return api_prerequisite(c, o, target, true);
+}
+
+static int api_remove_prerequisite(const tkp_ctx *c, tkp_obj *o, tkp_id target)
+{
+    return api_prerequisite(c, o, target, false);
+}
+
+static int spawn_self(tks_sim *s, tks_obj *o, char err[TKS_ERR_MAX]);
+
+static int api_spawn(const tkp_ctx *c, tkp_obj *o, const tkp_spawn_ref *ref, char *err,
+                     size_t errlen)
+{
+    tks_sim *s = c->host;
+    char e[TKS_ERR_MAX] = "";
+    tks_id first;
+    int rc = ref->self ? spawn_self(s, o, e)
+                       : ref->tmpl ? tks_spawn(s, ref->tmpl, &first, e)
+                                   : (snprintf(e, sizeof e, "nothing to spawn"), TK_EINVAL);
+    if (rc && err && errlen)
+        snprintf(err, errlen, "%s", e);
+    return rc ? -1 : 0;
+}
+
+typedef struct plugin_timer {
+    tks_sim *s;
+    void (*fn)(void *ud, const tkp_ctx *c);
+    void *ud;
+} plugin_timer;
+
+static void plugin_timer_fire(void *ud, tk_timer_handle h, tk_world_t *w)
+{
+    (void)h;
+    (void)w;
+    plugin_timer *pt = ud;
+    tkp_ctx c = make_ctx(pt->s, NULL);
+    pt->fn(pt->ud, &c);
+}
+
+static uint64_t api_timer_set(const tkp_ctx *c, tkp_obj *o, double rate, bool loop,
+                              void (*fn)(void *ud, const tkp_ctx *c), void *ud)
+{
+    tks_sim *s = c->host;
+    if (!fn)
+        return 0;
+    plugin_timer *pt = tk_malloc(sizeof *pt);
+    *pt = (plugin_timer){s, fn, ud};
+    tk_timer_desc td = {0};
+    td.rate = rate;
+    td.loop = loop;
+    td.first_delay = -1;
+    td.fn = plugin_timer_fire;
+    td.ud = pt;
+    td.free_ud = tk_free;
+    td.owner = o && o->owner ? o->owner->id : 0;
+    tk_timer_handle h;
+    if (tk_timer_set(s->w, &td, &h) != 0) {
+        tk_free(pt);
+        return 0;
+    }
+    return h;
+}
+
+static void api_timer_clear(const tkp_ctx *c, uint64_t handle)
+{
+    tks_sim *s = c->host;
+    tk_timer_clear(s->w, handle);
+}
+
+static void api_log(const tkp_ctx *c, int level, const char *msg)
+{
+    (void)c;
+    if (level < 0)
+        level = 0;
+    if (level > 3)
+        level = 3;
+    tk_log((tk_log_level)level, "%s", msg);
+}
+
+static const tkp_api host_api = {
+    .abi = TICKD_PLUGIN_ABI,
+    .prop_has = api_prop_has,
+    .prop_number = api_prop_number,
+    .prop_bool = api_prop_bool,
+    .prop_string = api_prop_string,
+    .prop_ids = api_prop_ids,
+    .state = api_state,
+    .entity = api_entity,
+    .component = api_component,
+    .class_of = api_class_of,
+    .entity_position = api_entity_position,
+    .entity_state = api_entity_state,
+    .for_each = api_for_each,
+    .add_prerequisite = api_add_prerequisite,
+    .remove_prerequisite = api_remove_prerequisite,
+    .spawn = api_spawn,
+    .timer_set = api_timer_set,
+    .timer_clear = api_timer_clear,
+    .log = api_log,
+};
+
+const tkp_api *tks_api(void) { return &host_api; }
+
+/* Core tick functions of every class: a trampoline to the class's own. */
+static void obj_tick(void *target, float dt, tk_tick_ctx *tc)
+{
+    tks_obj *o = target;
+    tkp_ctx c = make_ctx(tks_of_world(tc->world), tc);
+    o->cls->p->tick(o, dt, &c);
+}
+
+static void obj_batch(void *const *targets, size_t n, float dt, tk_tick_ctx *tc)
+{
+    const tks_obj *o = targets[0];
+    tkp_ctx c = make_ctx(tks_of_world(tc->world), tc);
+    o->cls->p->tick_batch((tkp_obj *const *)targets, n, dt, &c);
+}
+
+static bool valid_name(const char *n, bool allow_upper_dot)
+{
+    size_t len = n ? strlen(n) : 0;
+    if (len < 1 || len > 63)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = n[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                  (allow_upper_dot && ((ch >= 'A' && ch <= 'Z') || ch == '.' || ch == '-'));
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static size_t prop_size(tkp_prop_type t)
+{
+    switch (t) {
+    case TKP_PROP_NUMBER:
+        return sizeof(double);
+    case TKP_PROP_COUNT:
+    case TKP_PROP_ID:
+        return sizeof(uint64_t);
+    case TKP_PROP_BOOL:
+        return sizeof(bool);
+    case TKP_PROP_SPAWN:
+        return sizeof(tkp_spawn_ref);
+    }
+    return 0;
+}
+
+int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char err[TKS_ERR_MAX])
+{
+    if (!p)
+        return errf(err, TK_EINVAL, "%s: no class descriptor", origin);
+    if (p->abi != TICKD_PLUGIN_ABI)
+        return errf(err, TK_EINVAL, "%s: class '%s' speaks plugin ABI %u, this tickd speaks %u",
+                    origin, p->name ? p->name : "?", (unsigned)p->abi, TICKD_PLUGIN_ABI);
+    if (!valid_name(p->name, true))
+        return errf(err, TK_EINVAL, "%s: class name must be 1..63 bytes of [A-Za-z0-9_.-]",
+                    origin);
+    if (tks_class_find(s, p->name))
+        return errf(err, TK_EEXIST, "%s: class '%s' already exists (from %s)", origin, p->name,
+                    tks_class_find(s, p->name)->origin);
+    if (!p->tick)
+        return errf(err, TK_EINVAL, "%s: class '%s' has no tick function", origin, p->name);
+    if (p->state_size > (1u << 20))
+        return errf(err, TK_EINVAL, "%s: class '%s': state_size over 1 MiB", origin, p->name);
+    if (p->n_props && !p->props)
+        return errf(err, TK_EINVAL, "%s: class '%s': props is NULL", origin, p->name);
+    for (size_t i = 0; i < p->n_props; i++) {
+        const tkp_prop *d = &p->props[i];
+        size_t sz = prop_size(d->type);
+        if (!valid_name(d->name, false))
+            return errf(err, TK_EINVAL, "%s: class '%s': prop %zu: name must be [a-z0-9_]",
+                        origin, p->name, i);
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(p->props[j].name, d->name))
+                return errf(err, TK_EINVAL, "%s: class '%s': prop '%s' declared twice", origin,
+                            p->name, d->name);
+        if (!sz)
+            return errf(err, TK_EINVAL, "%s: class '%s': prop '%s' has an unknown type", origin,
+                        p->name, d->name);
+        if (d->offset + sz > p->state_size || d->offset % (sz >= 8 ? 8 : sz) != 0)
+            return errf(err, TK_EINVAL,
+                        "%s: class '%s': prop '%s' is not an aligned field inside the state",
+                        origin, p->name, d->name);
+        if ((d->type == TKP_PROP_NUMBER || d->type == TKP_PROP_COUNT) &&
+            !(d->min <= d->def && d->def <= d->max))
+            return errf(err, TK_EINVAL, "%s: class '%s': prop '%s': default out of its range",
+                        origin, p->name, d->name);
+    }
+    if (p->position >= 0 && ((size_t)p->position + 3 * sizeof(double) > p->state_size ||
+                             p->position % 8 != 0))
+        return errf(err, TK_EINVAL, "%s: class '%s': position is not inside the state", origin,
+                    p->name);
+    tks_class *c = tk_calloc(1, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", p->name);
+    snprintf(c->origin, sizeof c->origin, "%s", origin);
+    c->p = p;
+    tk_tick_class_desc d = {c->name, obj_tick, p->tick_batch ? obj_batch : NULL};
+    int rc = tk_tick_class_register(s->w, &d, &c->tick_cls);
+    if (rc) {
+        tk_free(c);
+        return errf(err, rc, "%s: class '%s': %s", origin, p->name, tk_world_last_error(s->w));
+    }
+    s->classes = tk_realloc(s->classes, (s->n_classes + 1) * sizeof *s->classes);
+    s->classes[s->n_classes++] = c;
+    return 0;
+}
+
+/* ---- validation ------------------------------------------------------------------ */
+
 static int errf(char err[TKS_ERR_MAX], int code, const char *fmt, ...)
 {
     va_list ap;
@@ -365,9 +700,9 @@ static int errf(char err[TKS_ERR_MAX], int code, const char *fmt, ...)
 
 static const tks_prop_desc *find_prop(const tks_class *c, const char *key)
 {
-    for (size_t i = 0; i < c->n_props; i++)
-        if (strcmp(c->props[i].name, key) == 0)
-            return &c->props[i];
+    for (size_t i = 0; i < c->p->n_props; i++)
+        if (strcmp(c->p->props[i].name, key) == 0)
+            return &c->p->props[i];
     return NULL;
 }
 
@@ -417,6 +752,10 @@ static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, con
             return errf(err, TK_ENOENT, "%s.%s: entity %.0f does not exist", path, d->name,
                         v->num);
         return 0;
+    case TKS_PROP_BOOL:
+        if (v->type != TKS_V_BOOL)
+            return errf(err, TK_EINVAL, "%s.%s: must be true or false", path, d->name);
+        return 0;
     case TKS_PROP_SPAWN:
         if (v->type != TKS_V_SPAWN)
             return errf(err, TK_EINVAL, "%s.%s: must be entity.spawn params or \"self\"", path,
@@ -451,15 +790,22 @@ static int check_props(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, si
         if (rc)
             return rc;
     }
-    for (size_t i = 0; i < c->n_props; i++) {
-        if (!c->props[i].required)
+    for (size_t i = 0; i < c->p->n_props; i++) {
+        if (!c->p->props[i].required)
             continue;
         bool found = false;
         for (size_t j = 0; j < n && !found; j++)
-            found = strcmp(kv[j].key, c->props[i].name) == 0;
+            found = strcmp(kv[j].key, c->p->props[i].name) == 0;
         if (!found)
-            return errf(err, TK_EINVAL, "%s.%s: required by class '%s'", path, c->props[i].name,
+            return errf(err, TK_EINVAL, "%s.%s: required by class '%s'", path, c->p->props[i].name,
                         c->name);
+    }
+    if (c->p->check) {
+        tkp_props pr = {kv, n};
+        tkp_ctx ctx = make_ctx(s, NULL);
+        char why[TKS_ERR_MAX] = "";
+        if (c->p->check(&pr, &ctx, why, sizeof why) != 0)
+            return errf(err, TK_EINVAL, "%s: %s", path, why[0] ? why : "refused by the class");
     }
     return 0;
 }
@@ -538,8 +884,8 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
 
 static void set_default_props(const tks_class *c, void *state)
 {
-    for (size_t i = 0; i < c->n_props; i++) {
-        const tks_prop_desc *d = &c->props[i];
+    for (size_t i = 0; i < c->p->n_props; i++) {
+        const tks_prop_desc *d = &c->p->props[i];
         unsigned char *f = (unsigned char *)state + d->offset;
         switch (d->type) {
         case TKS_PROP_NUMBER:
@@ -549,8 +895,11 @@ static void set_default_props(const tks_class *c, void *state)
         case TKS_PROP_ID:
             *(uint64_t *)f = (uint64_t)d->def;
             break;
+        case TKS_PROP_BOOL:
+            *(bool *)f = d->def != 0;
+            break;
         case TKS_PROP_SPAWN:
-            memset(f, 0, sizeof(tks_spawn_req *) + sizeof(bool));
+            memset(f, 0, sizeof(tkp_spawn_ref));
             break;
         }
     }
@@ -570,12 +919,14 @@ static void apply_props(const tks_class *c, void *state, const tks_prop_kv *kv, 
         case TKS_PROP_ID:
             *(uint64_t *)f = (uint64_t)kv[i].v.num;
             break;
+        case TKS_PROP_BOOL:
+            *(bool *)f = kv[i].v.b;
+            break;
         case TKS_PROP_SPAWN: {
-            tks_spawn_req **tp = (tks_spawn_req **)f;
-            bool *self = (bool *)(f + sizeof(tks_spawn_req *));
-            tks_spawn_req_free(*tp);
-            *tp = kv[i].v.self ? NULL : tks_spawn_req_clone(kv[i].v.spawn);
-            *self = kv[i].v.self;
+            tkp_spawn_ref *ref = (tkp_spawn_ref *)f;
+            tks_spawn_req_free(ref->tmpl);
+            ref->tmpl = kv[i].v.self ? NULL : tks_spawn_req_clone(kv[i].v.spawn);
+            ref->self = kv[i].v.self;
             break;
         }
         }
@@ -584,20 +935,22 @@ static void apply_props(const tks_class *c, void *state, const tks_prop_kv *kv, 
 
 static void free_state_props(const tks_class *c, void *state)
 {
-    for (size_t i = 0; i < c->n_props; i++) {
-        const tks_prop_desc *d = &c->props[i];
+    for (size_t i = 0; i < c->p->n_props; i++) {
+        const tks_prop_desc *d = &c->p->props[i];
         if (d->type == TKS_PROP_SPAWN) {
-            tks_spawn_req **tp = (tks_spawn_req **)((unsigned char *)state + d->offset);
-            tks_spawn_req_free(*tp);
-            *tp = NULL;
+            tkp_spawn_ref *ref = (tkp_spawn_ref *)((unsigned char *)state + d->offset);
+            tks_spawn_req_free(ref->tmpl);
+            ref->tmpl = NULL;
         }
     }
 }
 
 static void obj_fini(tks_sim *s, tks_obj *o)
 {
-    if (o->cls->fini)
-        o->cls->fini(s, o);
+    if (o->cls->p->destroy) {
+        tkp_ctx ctx = make_ctx(s, NULL);
+        o->cls->p->destroy(o, &ctx);
+    }
     free_state_props(o->cls, tks_obj_state(o));
 }
 
@@ -669,7 +1022,7 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
     *first = s->next_id;
     for (uint64_t k = 0; k < r->count; k++) {
         tks_id id = s->next_id++;
-        tks_entity *e = tk_calloc(1, sizeof *e + c->state_size);
+        tks_entity *e = tk_calloc(1, sizeof *e + c->p->state_size);
         e->obj.cls = c;
         e->obj.owner = e;
         e->obj.comp = -1;
@@ -684,7 +1037,7 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
         if (r->n_components) {
             e->comps = tk_calloc(r->n_components, sizeof *e->comps);
             for (size_t i = 0; i < r->n_components; i++) {
-                tks_comp *cp = tk_calloc(1, sizeof *cp + ccls[i]->state_size);
+                tks_comp *cp = tk_calloc(1, sizeof *cp + ccls[i]->p->state_size);
                 cp->obj.cls = ccls[i];
                 cp->obj.owner = e;
                 cp->obj.comp = (int16_t)i;
@@ -721,12 +1074,12 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
             s->n_nospec++;
         }
         /* Class hooks (a follower links itself to its target). */
-        char ierr[TKS_ERR_MAX];
-        if (c->init && c->init(s, &e->obj, ierr))
-            tk_log_warn("entity %llu: %s", (unsigned long long)id, ierr);
+        tkp_ctx ctx = make_ctx(s, NULL);
+        if (c->p->create)
+            c->p->create(&e->obj, &ctx);
         for (size_t i = 0; i < r->n_components; i++)
-            if (ccls[i]->init && ccls[i]->init(s, &e->comps[i]->obj, ierr))
-                tk_log_warn("entity %llu component %zu: %s", (unsigned long long)id, i, ierr);
+            if (ccls[i]->p->create)
+                ccls[i]->p->create(&e->comps[i]->obj, &ctx);
         if (r->life_span > 0) {
             tk_timer_desc td = {0};
             td.rate = r->life_span;
@@ -862,30 +1215,41 @@ const tk_tick_spec *tks_entity_tick_spec(const tks_sim *s, const tks_entity *e, 
     return NULL;
 }
 
+/* The value of a declared prop in a state. */
+static void read_prop(const tks_prop_desc *d, const void *state, tks_value *v)
+{
+    const unsigned char *f = (const unsigned char *)state + d->offset;
+    memset(v, 0, sizeof *v);
+    switch (d->type) {
+    case TKS_PROP_NUMBER:
+        v->type = TKS_V_NUMBER;
+        v->num = *(const double *)f;
+        break;
+    case TKS_PROP_COUNT:
+    case TKS_PROP_ID:
+        v->type = TKS_V_NUMBER;
+        v->num = (double)*(const uint64_t *)f;
+        break;
+    case TKS_PROP_BOOL:
+        v->type = TKS_V_BOOL;
+        v->b = *(const bool *)f;
+        break;
+    case TKS_PROP_SPAWN: {
+        const tkp_spawn_ref *ref = (const tkp_spawn_ref *)f;
+        v->type = TKS_V_SPAWN;
+        v->spawn = ref->tmpl;
+        v->self = ref->self;
+        break;
+    }
+    }
+}
+
 static void visit_props(const tks_class *c, const void *state, tks_prop_visit_fn fn, void *ud)
 {
-    for (size_t i = 0; i < c->n_props; i++) {
-        const tks_prop_desc *d = &c->props[i];
-        const unsigned char *f = (const unsigned char *)state + d->offset;
+    for (size_t i = 0; i < c->p->n_props; i++) {
         tks_value v;
-        memset(&v, 0, sizeof v);
-        switch (d->type) {
-        case TKS_PROP_NUMBER:
-            v.type = TKS_V_NUMBER;
-            v.num = *(const double *)f;
-            break;
-        case TKS_PROP_COUNT:
-        case TKS_PROP_ID:
-            v.type = TKS_V_NUMBER;
-            v.num = (double)*(const uint64_t *)f;
-            break;
-        case TKS_PROP_SPAWN:
-            v.type = TKS_V_SPAWN;
-            v.spawn = *(tks_spawn_req *const *)f;
-            v.self = *(const bool *)(f + sizeof(tks_spawn_req *));
-            break;
-        }
-        fn(ud, d, &v);
+        read_prop(&c->p->props[i], state, &v);
+        fn(ud, &c->p->props[i], &v);
     }
 }
 
@@ -913,13 +1277,15 @@ int tks_entity_set_props(tks_sim *s, tks_id id, const tks_prop_kv *kv, size_t n,
             return rc;
     }
     unsigned char *old = NULL;
-    if (c->props_changed && c->state_size) {
-        old = tk_malloc(c->state_size);
-        memcpy(old, e->state, c->state_size);
+    if (c->p->props_changed && c->p->state_size) {
+        old = tk_malloc(c->p->state_size);
+        memcpy(old, e->state, c->p->state_size);
     }
     apply_props(c, e->state, kv, n);
-    if (c->props_changed)
-        c->props_changed(s, &e->obj, old);
+    if (c->p->props_changed) {
+        tkp_ctx ctx = make_ctx(s, NULL);
+        c->p->props_changed(&e->obj, old, &ctx);
+    }
     tk_free(old);
     return 0;
 }
@@ -966,28 +1332,17 @@ const tks_entity *tks_tick_owner(const tks_sim *s, tk_tick_id id, int *comp)
 
 /* ---- helpers for the classes ------------------------------------------------------ */
 
-bool tks__entity_pos(tks_sim *s, tks_id id, double out[3])
+static bool entity_pos(tks_sim *s, tks_id id, double out[3])
 {
     tks_entity *e = tks__entity(s, id);
-    if (!e || e->obj.cls->pos_offset < 0)
+    if (!e || e->obj.cls->p->position < 0)
         return false;
-    memcpy(out, e->state + e->obj.cls->pos_offset, 3 * sizeof(double));
+    memcpy(out, e->state + e->obj.cls->p->position, 3 * sizeof(double));
     return true;
 }
 
-void tks__spawn_failed(tks_sim *s, const char *why)
-{
-    s->spawn_failures++;
-    uint64_t f = tk_world_frame(s->w);
-    /* At most one line a second of 60 Hz frames; the count says the rest. */
-    if (s->last_failure_log_frame == 0 || f >= s->last_failure_log_frame + 60) {
-        tk_log_warn("spawner could not spawn (%llu failures so far): %s",
-                    (unsigned long long)s->spawn_failures, why);
-        s->last_failure_log_frame = f ? f : 1;
-    }
-}
 
-int tks__spawn_self(tks_sim *s, tks_obj *o, char err[TKS_ERR_MAX])
+static int spawn_self(tks_sim *s, tks_obj *o, char err[TKS_ERR_MAX])
 {
     /* A copy: same class, props, tick spec and level as the spawning object. */
     tks_spawn_req r;
@@ -1003,29 +1358,12 @@ int tks__spawn_self(tks_sim *s, tks_obj *o, char err[TKS_ERR_MAX])
     if (o->owner)
         r.dilation = o->owner->dilation;
     /* Props as they are now. */
-    size_t n = o->cls->n_props;
+    size_t n = o->cls->p->n_props;
     tks_prop_kv *kv = n ? tk_calloc(n, sizeof *kv) : NULL;
     const void *state = tks_obj_state(o);
     for (size_t i = 0; i < n; i++) {
-        const tks_prop_desc *d = &o->cls->props[i];
-        const unsigned char *f = (const unsigned char *)state + d->offset;
-        kv[i].key = d->name;
-        switch (d->type) {
-        case TKS_PROP_NUMBER:
-            kv[i].v.type = TKS_V_NUMBER;
-            kv[i].v.num = *(const double *)f;
-            break;
-        case TKS_PROP_COUNT:
-        case TKS_PROP_ID:
-            kv[i].v.type = TKS_V_NUMBER;
-            kv[i].v.num = (double)*(const uint64_t *)f;
-            break;
-        case TKS_PROP_SPAWN:
-            kv[i].v.type = TKS_V_SPAWN;
-            kv[i].v.spawn = *(tks_spawn_req *const *)f;
-            kv[i].v.self = *(const bool *)(f + sizeof(tks_spawn_req *));
-            break;
-        }
+        kv[i].key = o->cls->p->props[i].name;
+        read_prop(&o->cls->p->props[i], state, &kv[i].v);
     }
     r.props = kv;
     r.n_props = n;
@@ -1040,8 +1378,8 @@ int tks__spawn_self(tks_sim *s, tks_obj *o, char err[TKS_ERR_MAX])
 static void tickable_tick(void *ud, float dt, tk_world_t *w)
 {
     tks_obj *o = ud;
-    tk_tick_ctx ctx = {w, TK_TICK_NONE, tk_world_frame(w), TK_GROUP_POST_PHYSICS, false};
-    o->cls->tick(o, dt, &ctx);
+    tkp_ctx c = make_ctx(tks_of_world(w), NULL);
+    o->cls->p->tick(o, dt, &c);
 }
 
 static void tickable_free(void *ud)
@@ -1063,14 +1401,15 @@ int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool wh
     int rc = check_props(s, c, props, n_props, "props", 0, &live_mode, err);
     if (rc)
         return rc;
-    tks_tickable *t = tk_calloc(1, sizeof *t + c->state_size);
+    tks_tickable *t = tk_calloc(1, sizeof *t + c->p->state_size);
     t->obj.cls = c;
     t->obj.comp = -2;
     set_default_props(c, t->state);
     apply_props(c, t->state, props, n_props);
-    char ierr[TKS_ERR_MAX];
-    if (c->init && c->init(s, &t->obj, ierr))
-        tk_log_warn("tickable: %s", ierr);
+    if (c->p->create) {
+        tkp_ctx ctx = make_ctx(s, NULL);
+        c->p->create(&t->obj, &ctx);
+    }
     tk_tickable_desc d = {0};
     d.type = type;
     d.enabled = true;
@@ -1182,7 +1521,7 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
     if (r->level && tk_level_find(s->w, r->level, &level) != 0)
         return errf(err, TK_ENOENT, "level: level '%s' does not exist", r->level);
     float dil = (float)r->dilation;
-    tks_entity *e = tk_calloc(1, sizeof *e + c->state_size);
+    tks_entity *e = tk_calloc(1, sizeof *e + c->p->state_size);
     e->obj.cls = c;
     e->obj.owner = e;
     e->obj.comp = -1;
@@ -1200,7 +1539,7 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
         e->comps = tk_calloc(r->n_components, sizeof *e->comps);
         for (size_t i = 0; i < r->n_components; i++) {
             const tks_class *cc = tks_class_find(s, r->components[i].cls);
-            tks_comp *cp = tk_calloc(1, sizeof *cp + cc->state_size);
+            tks_comp *cp = tk_calloc(1, sizeof *cp + cc->p->state_size);
             cp->obj.cls = cc;
             cp->obj.owner = e;
             cp->obj.comp = (int16_t)i;
@@ -1238,18 +1577,18 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
 
 void tks_restore_done(tks_sim *s)
 {
-    char ierr[TKS_ERR_MAX];
+    tkp_ctx ctx = make_ctx(s, NULL);
     for (size_t c = 0; c < s->n_chunks; c++) {
         for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
             tks_entity *e = s->chunks[c]->e[i];
             if (!e)
                 continue;
-            if (e->obj.cls->init && e->obj.cls->init(s, &e->obj, ierr))
-                tk_log_warn("entity %llu: %s", (unsigned long long)e->id, ierr);
+            if (e->obj.cls->p->create)
+                e->obj.cls->p->create(&e->obj, &ctx);
             for (uint16_t k = 0; k < e->n_comps; k++) {
                 tks_obj *o = &e->comps[k]->obj;
-                if (o->cls->init && o->cls->init(s, o, ierr))
-                    tk_log_warn("entity %llu component %u: %s", (unsigned long long)e->id, k, ierr);
+                if (o->cls->p->create)
+                    o->cls->p->create(o, &ctx);
             }
         }
     }
@@ -1266,7 +1605,7 @@ int tks_tickable_restore(tks_sim *s, const char *cls, const tk_tickable_desc *de
     int rc = check_props(s, c, props, n_props, "props", 0, &live_mode, err);
     if (rc)
         return rc;
-    tks_tickable *t = tk_calloc(1, sizeof *t + c->state_size);
+    tks_tickable *t = tk_calloc(1, sizeof *t + c->p->state_size);
     t->obj.cls = c;
     t->obj.comp = -2;
     set_default_props(c, t->state);

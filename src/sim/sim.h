@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tickd/plugin.h"
 #include "tickd/tickd.h"
 
 typedef uint64_t tks_id;
@@ -60,21 +61,14 @@ typedef struct tks_prop_kv {
     tks_value v;
 } tks_prop_kv;
 
-/* Prop types a class can declare. */
-typedef enum tks_prop_type {
-    TKS_PROP_NUMBER,  /* double                                   */
-    TKS_PROP_COUNT,   /* non-negative integer stored as uint64_t  */
-    TKS_PROP_ID,      /* an entity id (uint64_t); must exist when set */
-    TKS_PROP_SPAWN    /* a spawn template or "self"               */
-} tks_prop_type;
-
-typedef struct tks_prop_desc {
-    const char *name;
-    tks_prop_type type;
-    size_t offset;          /* in the class state                      */
-    double def, min, max;   /* numbers and counts                      */
-    bool required;
-} tks_prop_desc;
+/* Prop declarations are the plugin ABI's (tickd/plugin.h). */
+typedef tkp_prop tks_prop_desc;
+typedef tkp_prop_type tks_prop_type;
+#define TKS_PROP_NUMBER TKP_PROP_NUMBER
+#define TKS_PROP_COUNT TKP_PROP_COUNT
+#define TKS_PROP_ID TKP_PROP_ID
+#define TKS_PROP_BOOL TKP_PROP_BOOL
+#define TKS_PROP_SPAWN TKP_PROP_SPAWN
 
 /* ---- spawn requests ----------------------------------------------------- */
 
@@ -136,6 +130,22 @@ const tks_class *tks_class_at(const tks_sim *s, size_t i);
 const tks_class *tks_class_find(const tks_sim *s, const char *name);
 const char *tks_class_name(const tks_class *c);
 size_t tks_class_props(const tks_class *c, const tks_prop_desc **out);
+/* The class's ABI descriptor, and where it came from ("built-in" or the
+ * plugin's path). */
+const tkp_class *tks_class_abi(const tks_class *c);
+const char *tks_class_origin(const tks_class *c);
+
+/*
+ * Register a class (a plugin's; the built-in ones are registered by
+ * tks_new).  Checks the ABI version, the name (unique), the tick function and
+ * every prop declaration (types, offsets inside the state, unique names).
+ * `origin` (copied) names where it comes from for messages.  0, or TK_EINVAL
+ * / TK_EEXIST with `err`.
+ */
+int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char err[TKS_ERR_MAX]);
+
+/* The host services handed to plugins (tickd_plugin_classes, init). */
+const tkp_api *tks_api(void);
 
 /* ---- spawn / destroy ---------------------------------------------------------- */
 
