@@ -897,6 +897,101 @@ START_TEST(timer_owner_index_churn)
 }
 END_TEST
 
+/* ---- snapshot restore ---------------------------------------------------- */
+
+static int g_restore_calls;
+
+static void restore_in_pass_fn(void *ud, tk_timer_handle h, tk_world_t *w)
+{
+    tk_timer_desc d = mkdesc(1, false, -1, NULL, 0);
+    REQUIRE(tk_timer_restore(w, &d, (UINT64_C(77) << 24) | 40, TK_TIMER_ACTIVE, 1,
+                             0) == TK_ESTATE);
+    g_restore_calls++;
+}
+
+START_TEST(timer_restore)
+{
+    reset_log();
+    tk_timer_desc d = mkdesc(0.25, true, -1, log_fn, 1);
+    tk_timer_handle a = (UINT64_C(5) << 24) | 3;
+    ck_assert_int_eq(tk_timer_restore(W, &d, a, TK_TIMER_ACTIVE, 0.5, 7), 0);
+    tk_timer_info in = info_of(a);
+    ck_assert_int_eq(in.status, TK_TIMER_ACTIVE);
+    ck_assert_double_eq_tol(in.remaining, 0.5, TOL);
+    ck_assert_uint_eq(in.fired, 7);
+    ck_assert_int_eq(tk_timer_restore(W, &d, a, TK_TIMER_ACTIVE, 0.5, 0), TK_EEXIST);
+
+    /* paused with a negative remaining (paused while due), and pending */
+    d.ud = (void *)2;
+    tk_timer_handle p = (UINT64_C(9) << 24) | 1;
+    ck_assert_int_eq(tk_timer_restore(W, &d, p, TK_TIMER_PAUSED, -0.065, 1), 0);
+    ck_assert_double_eq_tol(info_of(p).remaining, -0.065, TOL);
+    d.ud = (void *)3;
+    d.loop = false;
+    tk_timer_handle q = (UINT64_C(2) << 24) | 0;
+    ck_assert_int_eq(tk_timer_restore(W, &d, q, TK_TIMER_PENDING, 0.05, 0), 0);
+    assert_counts(1, 1, 1);
+
+    /* invalid: nothing changes */
+    ck_assert_int_eq(tk_timer_restore(W, &d, 40, TK_TIMER_ACTIVE, 1, 0), TK_EINVAL);
+    ck_assert_int_eq(tk_timer_restore(W, &d, (UINT64_C(1) << 24) | 40, TK_TIMER_ACTIVE,
+                                      NAN, 0), TK_EINVAL);
+    ck_assert_int_eq(tk_timer_restore(W, &d, (UINT64_C(1) << 24) | 40,
+                                      TK_TIMER_EXECUTING, 1, 0), TK_EINVAL);
+    ck_assert_int_eq(tk_timer_restore(W, NULL, (UINT64_C(1) << 24) | 40,
+                                      TK_TIMER_ACTIVE, 1, 0), TK_EINVAL);
+    assert_counts(1, 1, 1);
+
+    /* the slot below the restored ones are free; new handles are newer */
+    tk_timer_handle n = set_timer(10, false, -1, NULL, 0);
+    ck_assert_uint_eq(IDX(n), 2);
+    ck_assert_uint_gt(SERIAL(n), 9);
+    tk_timer_handle m;
+    tk_timer_desc e = mkdesc(10, false, -1, NULL, 0);
+    ck_assert_int_eq(tk_timer_set(W, &e, &m), 0);
+    ck_assert_uint_lt(IDX(m), 5);
+    ck_assert_uint_ne(IDX(m), 2);
+
+    /* a free slot in the middle of the free list can be restored into */
+    tk_timer_handle hs[6];
+    for (int i = 0; i < 6; i++)
+        hs[i] = set_timer(10, false, -1, NULL, 0);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(tk_timer_clear(W, hs[i]), 0);
+    tk_timer_handle r = (UINT64_C(1000) << 24) | IDX(hs[2]);
+    d.ud = (void *)4;
+    ck_assert_int_eq(tk_timer_restore(W, &d, r, TK_TIMER_ACTIVE, 0.2, 0), 0);
+    for (int i = 0; i < 5; i++) {
+        tk_timer_handle x = set_timer(10, false, -1, NULL, 0);
+        ck_assert_uint_ne(IDX(x), IDX(r));
+    }
+
+    /* they run: a (0.5, loop 0.25), q pending 0.05 -> 0.15, r 0.2 */
+    frames(1); /* now 0.1: q activated (expiry 0.15) */
+    ck_assert_int_eq(info_of(q).status, TK_TIMER_ACTIVE);
+    frames(2); /* 0.3: q (0.15) then r (0.2) */
+    ck_assert_int_eq(g_n, 2);
+    ck_assert_int_eq(g_log[0].id, 3);
+    ck_assert_int_eq(g_log[1].id, 4);
+    frames(3); /* 0.6 > 0.5 */
+    ck_assert_int_eq(calls_of(1), 1);
+    ck_assert_uint_eq(info_of(a).fired, 8);
+
+    /* unpausing the negative one: due at once */
+    ck_assert_int_eq(tk_timer_unpause(W, p), 0);
+    frames(1); /* activated at 0.7 - 0.065 = 0.635 */
+    frames(1); /* 0.8: trunc(0.165 / 0.25) + 1 = 1 */
+    ck_assert_int_eq(calls_of(2), 1);
+
+    /* not during a pass */
+    g_restore_calls = 0;
+    set_timer(0.01, false, -1, restore_in_pass_fn, 5);
+    frames(2);
+    ck_assert_int_eq(g_restore_calls, 1);
+    ck_assert(!tk_timer_exists(W, (UINT64_C(77) << 24) | 40));
+}
+END_TEST
+
 /* ---- world pause and dilation -------------------------------------------- */
 
 START_TEST(timer_world_paused_and_dilation)
@@ -1641,6 +1736,7 @@ static Suite *timer_suite(void)
     tcase_add_test(tc, timer_stale_handles);
     tcase_add_test(tc, timer_clear_owner);
     tcase_add_test(tc, timer_owner_index_churn);
+    tcase_add_test(tc, timer_restore);
     tcase_add_test(tc, timer_world_paused_and_dilation);
     tcase_add_test(tc, timer_free_ud_once);
     tcase_add_test(tc, timer_invalid_args);

@@ -578,7 +578,7 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
             ti->status = TK_TIMER_PAUSED;
         else
             return perr(e, -32602, "%s.status: must be pending, active or paused", p);
-        NEED(tkd_p_num(t, "remaining", p, 0, 1e12, &ti->remaining, e), p, "remaining");
+        NEED(tkd_p_num(t, "remaining", p, -1e12, 1e12, &ti->remaining, e), p, "remaining");
         OPT(tkd_p_u64(t, "fired", p, 0, UINT64_MAX, &ti->fired, e));
         json_t *act = json_object_get(t, "action");
         if (act && !json_is_null(act)) {

@@ -12,6 +12,7 @@
  * applying cannot fail except by running out of memory, which aborts
  * (tk_malloc's policy).
  */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,8 @@ struct tks_sim {
     struct { tks_id id; tk_tick_spec spec; } *nospec; /* actors never registered */
     tk_tickable_id *tickables; /* tickables this sim made (removed by tks_free) */
     size_t n_tickables, cap_tickables;
+    void **handles;            /* plugin libraries, closed by tks_free */
+    size_t n_handles;
     size_t n_nospec, cap_nospec;
     void (*on_destroy)(void *ud, tks_id id);
     void *on_destroy_ud;
@@ -238,7 +241,16 @@ void tks_free(tks_sim *s)
         tk_free(s->classes[i]);
     tk_free(s->classes);
     tk_world_set_user(s->w, NULL);
+    for (size_t i = 0; i < s->n_handles; i++)
+        dlclose(s->handles[i]);
+    tk_free(s->handles);
     tk_free(s);
+}
+
+void tks__keep_handle(tks_sim *s, void *handle)
+{
+    s->handles = tk_realloc(s->handles, (s->n_handles + 1) * sizeof *s->handles);
+    s->handles[s->n_handles++] = handle;
 }
 
 void tks_set_max_entities(tks_sim *s, uint64_t max) { s->max_entities = max ? max : UINT64_MAX; }
@@ -627,7 +639,8 @@ static size_t prop_size(tkp_prop_type t)
     return 0;
 }
 
-int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char err[TKS_ERR_MAX])
+int tks_check_class(const tks_sim *s, const tkp_class *p, const char *origin,
+                    char err[TKS_ERR_MAX])
 {
     if (!p)
         return errf(err, TK_EINVAL, "%s: no class descriptor", origin);
@@ -640,6 +653,8 @@ int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char 
     if (tks_class_find(s, p->name))
         return errf(err, TK_EEXIST, "%s: class '%s' already exists (from %s)", origin, p->name,
                     tks_class_find(s, p->name)->origin);
+    if (s->n_classes >= TK_CLASS_MAX)
+        return errf(err, TK_ELIMIT, "%s: too many classes (max %d)", origin, TK_CLASS_MAX);
     if (!p->tick)
         return errf(err, TK_EINVAL, "%s: class '%s' has no tick function", origin, p->name);
     if (p->state_size > (1u << 20))
@@ -672,12 +687,20 @@ int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char 
                              p->position % 8 != 0))
         return errf(err, TK_EINVAL, "%s: class '%s': position is not inside the state", origin,
                     p->name);
+    return 0;
+}
+
+int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char err[TKS_ERR_MAX])
+{
+    int rc = tks_check_class(s, p, origin, err);
+    if (rc)
+        return rc;
     tks_class *c = tk_calloc(1, sizeof *c);
     snprintf(c->name, sizeof c->name, "%s", p->name);
     snprintf(c->origin, sizeof c->origin, "%s", origin);
     c->p = p;
     tk_tick_class_desc d = {c->name, obj_tick, p->tick_batch ? obj_batch : NULL};
-    int rc = tk_tick_class_register(s->w, &d, &c->tick_cls);
+    rc = tk_tick_class_register(s->w, &d, &c->tick_cls);
     if (rc) {
         tk_free(c);
         return errf(err, rc, "%s: class '%s': %s", origin, p->name, tk_world_last_error(s->w));

@@ -143,6 +143,17 @@ const char *tks_class_origin(const tks_class *c);
  * / TK_EEXIST with `err`.
  */
 int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char err[TKS_ERR_MAX]);
+/* The checks of tks_register_class alone (nothing registered). */
+int tks_check_class(const tks_sim *s, const tkp_class *p, const char *origin,
+                    char err[TKS_ERR_MAX]);
+
+/*
+ * Load a plugin: dlopen `path`, check tickd_plugin_abi, find
+ * tickd_plugin_classes, run tickd_plugin_init if present, check every class,
+ * then register them all.  Any failure loads nothing and names the file and
+ * the symbol or class in `err`.
+ */
+int tks_load_plugin(tks_sim *s, const char *path, char err[TKS_ERR_MAX]);
 
 /* The host services handed to plugins (tickd_plugin_classes, init). */
 const tkp_api *tks_api(void);

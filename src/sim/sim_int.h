@@ -70,4 +70,7 @@ static inline tks_sim *tks_of_world(tk_world_t *w) { return tk_world_user(w); }
 extern const tkp_class *const tks_builtin_classes[];
 extern const size_t tks_n_builtin_classes;
 
+/* Keep a plugin library open until the sim is freed (plugin.c). */
+void tks__keep_handle(tks_sim *s, void *handle);
+
 #endif
