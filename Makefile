@@ -50,6 +50,10 @@ INTEG_LIB  := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
 BENCH_SRC  := $(wildcard bench/bench_*.c)
 BENCH_LIB  := $(filter-out $(BENCH_SRC),$(wildcard bench/*.c))
 EXAMPLES   := $(wildcard examples/*.c)
+PLUGIN_SRC := $(wildcard plugins/*.c)
+TPLUGIN_SRC:= $(wildcard tests/plugins/*.c)
+PLUGINS    = $(patsubst plugins/%.c,$(BUILD)/plugins/%.so,$(PLUGIN_SRC))
+TPLUGINS   = $(patsubst tests/plugins/%.c,$(BUILD)/tests/plugins/%.so,$(TPLUGIN_SRC))
 FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 FUZZ_SECONDS ?= 60
@@ -90,7 +94,16 @@ endif
 all: deps
 	@$(MAKE) --no-print-directory build
 
-build: $(BINARIES) $(EXAMPLE_BIN)
+build: $(BINARIES) $(EXAMPLE_BIN) $(PLUGINS)
+
+# Entity-class plugins (tickd/plugin.h): shared objects, one per source.
+$(BUILD)/plugins/%.so: plugins/%.c include/tickd/plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS) -lm
+
+$(BUILD)/tests/plugins/%.so: tests/plugins/%.c include/tickd/plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS) -lm
 
 deps:
 	@missing=""; \
@@ -150,7 +163,8 @@ $(BUILD)/examples/%: $(call obj,examples/%.c) $(LIBTICKD)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
-tests: $(BINARIES) $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(REPLAY_BIN)
+tests: $(BINARIES) $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(REPLAY_BIN) \
+       $(PLUGINS) $(TPLUGINS)
 
 run: deps
 	@$(MAKE) --no-print-directory build

@@ -391,12 +391,13 @@ int tkd_init(tkd *d, char *err, size_t errlen)
     sc2.limits.max_pending = d->cfg.max_pending;
     sc2.limits.max_batch = d->cfg.max_batch;
     sc2.limits.max_output = d->cfg.max_output;
-    if (d->cfg.plugins.count) {
-        /* Entity classes from shared objects are not supported by this build:
-         * refuse rather than run without the classes the operator asked for. */
-        snprintf(err, errlen, "[plugins] load = %s: plugins are not supported by this build",
-                 d->cfg.plugins.items[0]);
-        return -1;
+    for (size_t i = 0; i < d->cfg.plugins.count; i++) {
+        char perr[TKS_ERR_MAX];
+        if (tks_load_plugin(d->sim, d->cfg.plugins.items[i], perr) != 0) {
+            snprintf(err, errlen, "[plugins] load: %s", perr);
+            return -1;
+        }
+        tk_log_info("plugin %s loaded", d->cfg.plugins.items[i]);
     }
     if (d->cfg.load_on_start && load_snapshot_at_start(d, err, errlen) != 0)
         return -1;

@@ -70,6 +70,9 @@ int tkd_init(tkd *d, char *err, size_t errlen);
 int tkd_init_offline(tkd *d, char *err, size_t errlen);
 void tkd_fini_offline(tkd *d);
 
+/* --check-config: load every configured plugin into a throwaway world. */
+int tkd_check_plugins(const tkd_config *cfg, char *err, size_t errlen);
+
 /* Run frames until shutdown or cfg max frames (0 = forever). */
 void tkd_run(tkd *d, uint64_t max_frames);
 /* Graceful teardown: answer what is pending, close clients, remove the socket. */

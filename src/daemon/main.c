@@ -163,6 +163,12 @@ int main(int argc, char **argv)
         }
     }
     if (check) {
+        char perr[512];
+        if (tkd_check_plugins(&d.cfg, perr, sizeof perr) != 0) {
+            fprintf(stderr, "tickd: %s: %s\n", config_path ? config_path : "(defaults)", perr);
+            tkd_config_free(&d.cfg);
+            return 1;
+        }
         printf("tickd: configuration OK (%s)\n", config_path ? config_path : "built-in defaults");
         tkd_config_free(&d.cfg);
         return 0;

@@ -23,6 +23,13 @@ int tkd_init_offline(tkd *d, char *err, size_t errlen)
     tks_config sc = {.max_entities = d->cfg.max_entities};
     d->sim = tks_new(d->engine, &sc);
     d->offline = true;
+    for (size_t i = 0; i < d->cfg.plugins.count; i++) {
+        char perr[TKS_ERR_MAX];
+        if (tks_load_plugin(d->sim, d->cfg.plugins.items[i], perr) != 0) {
+            snprintf(err, errlen, "[plugins] load: %s", perr);
+            return -1;
+        }
+    }
     for (size_t i = 0; i < d->cfg.levels.count; i++) {
         char serr[TKS_ERR_MAX];
         if (strcmp(d->cfg.levels.items[i], "persistent") != 0 &&
@@ -32,6 +39,31 @@ int tkd_init_offline(tkd *d, char *err, size_t errlen)
         }
     }
     return 0;
+}
+
+int tkd_check_plugins(const tkd_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg->plugins.count)
+        return 0;
+    tk_engine_desc ed;
+    tk_engine_desc_default(&ed);
+    tk_engine_t *e;
+    if (tk_engine_new(&ed, &e) != 0) {
+        snprintf(err, errlen, "cannot create an engine");
+        return -1;
+    }
+    tks_sim *s = tks_new(e, NULL);
+    int rc = 0;
+    for (size_t i = 0; i < cfg->plugins.count && rc == 0; i++) {
+        char perr[TKS_ERR_MAX];
+        if (tks_load_plugin(s, cfg->plugins.items[i], perr) != 0) {
+            snprintf(err, errlen, "[plugins] load: %s", perr);
+            rc = -1;
+        }
+    }
+    tks_free(s);
+    tk_engine_free(e);
+    return rc;
 }
 
 void tkd_fini_offline(tkd *d)
