@@ -40,6 +40,7 @@
 
 #define DEFAULT_LOCAL_SOCKET "run/tickd.sock"
 #define DEFAULT_SYSTEM_SOCKET "/run/tickd/tickd.sock"
+#define DEFAULT_ACTIVATED_SOCKET "/run/tickd.sock" /* systemd/tickd.socket */
 #define PRETTY_INDENT 2 /* spaces per nesting level of the printed result */
 
 /* One method of PROTOCOL.md, for --help. */
@@ -96,6 +97,7 @@ static const method_help_t methods[] = {
     {"tickable.set", "id [enabled when_paused]", "change a tickable"},
     {"tickable.remove", "id", "remove a tickable"},
     {"tickable.get", "id", "class, tick_type, enabled, ticks, last_frame, accum_dt"},
+    {"tickable.list", "", "every tickable (tickd extension)"},
     {"events.subscribe", "topics",
      "receive event notifications on this connection (see --watch)"},
     {"events.unsubscribe", "[topics]", "stop receiving notifications"},
@@ -247,7 +249,8 @@ static void print_help(void)
 
 /*
  * The socket path: --socket, else $TICKD_SOCKET, else run/tickd.sock when it
- * exists in the working directory, else /run/tickd/tickd.sock.  "Exists"
+ * exists in the working directory, else /run/tickd.sock (systemd socket
+ * activation) when it exists, else /run/tickd/tickd.sock.  "Exists"
  * means stat() does not say ENOENT/ENOTDIR, so an unreadable run/ directory
  * still names run/tickd.sock and connect reports the real error.
  */
@@ -261,6 +264,8 @@ static const char *resolve_socket(const char *opt)
     struct stat st;
     if (stat(DEFAULT_LOCAL_SOCKET, &st) == 0 || (errno != ENOENT && errno != ENOTDIR))
         return DEFAULT_LOCAL_SOCKET;
+    if (stat(DEFAULT_ACTIVATED_SOCKET, &st) == 0)
+        return DEFAULT_ACTIVATED_SOCKET;
     return DEFAULT_SYSTEM_SOCKET;
 }
 
