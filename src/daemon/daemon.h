@@ -48,7 +48,6 @@ typedef struct tkd {
     /* counters for engine.stats */
     uint64_t action_runs;       /* timer actions run                          */
     uint64_t action_errors;     /* timer actions that failed                  */
-    uint64_t internal_errors;   /* method errors outside of requests          */
 
     tkd_ratelimit_t behind_rl;  /* "can't keep up" warnings                   */
     bool offline;               /* no socket (fuzzing, tests): tkd_init_offline */
@@ -58,7 +57,6 @@ typedef struct tkd {
     tk_ticker_handle autosave_ticker;
     tkd_notify notify;          /* systemd notify socket and watchdog         */
     tk_ticker_handle status_ticker; /* STATUS= to systemd, every few seconds  */
-    uint64_t next_autosave_frame;
 } tkd;
 
 /* Create the daemon from a loaded config (binds the socket, creates levels).
