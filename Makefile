@@ -251,7 +251,9 @@ install: all
 	  $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/tickd $(BUILD)/install
 	install -m 0644 $(LIBTICKD) $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 include/tickd/*.h $(DESTDIR)$(PREFIX)/include/tickd/
-	install -m 0755 $(filter $(TICKD) $(TICKCTL),$(BINARIES)) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(filter $(TICKD) $(TICKCTL) $(TICKLOAD),$(BINARIES)) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(PLUGINS),install -d $(DESTDIR)$(PREFIX)/lib/tickd/plugins)
+	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(PREFIX)/lib/tickd/plugins/)
 	install -m 0644 man/tickd.8 $(DESTDIR)$(MANDIR)/man8/tickd.8
 	install -m 0644 man/tickctl.1 $(DESTDIR)$(MANDIR)/man1/tickctl.1
 	sed -e 's|/usr/local/bin/tickd |$(PREFIX)/bin/tickd |' -e 's|/etc/tickd/|$(SYSCONFDIR)/tickd/|' \
@@ -274,7 +276,9 @@ install: all
 
 # Removes what install put there, except the config file (the operator's).
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libtickd.a $(DESTDIR)$(PREFIX)/bin/tickd $(DESTDIR)$(PREFIX)/bin/tickctl
+	rm -f $(DESTDIR)$(PREFIX)/lib/libtickd.a $(DESTDIR)$(PREFIX)/bin/tickd $(DESTDIR)$(PREFIX)/bin/tickctl \
+	  $(DESTDIR)$(PREFIX)/bin/tickd-load
+	rm -rf $(DESTDIR)$(PREFIX)/lib/tickd
 	rm -rf $(DESTDIR)$(PREFIX)/include/tickd
 	rm -f $(DESTDIR)$(MANDIR)/man8/tickd.8 $(DESTDIR)$(MANDIR)/man1/tickctl.1
 	rm -f $(DESTDIR)$(UNITDIR)/tickd.service $(DESTDIR)$(UNITDIR)/tickd.socket
