@@ -96,6 +96,10 @@ void tk_world_get_time(const tk_world_t *w, tk_world_time *out);
 uint64_t tk_world_time_ns(const tk_world_t *w);
 uint64_t tk_world_unpaused_time_ns(const tk_world_t *w);
 uint64_t tk_world_frame(const tk_world_t *w);
+/* A frame number that tk_world_restore_time() does not rewind: it grows by
+ * one every frame and never repeats in the process (each world starts its
+ * own range at a multiple of 2^40).  Key per-frame caches on it. */
+uint64_t tk_world_serial(const tk_world_t *w);
 
 /*
  * Global time dilation, clamped to [TK_DILATION_MIN, TK_DILATION_MAX].

@@ -1806,7 +1806,8 @@ static int seq_cmp(const void *a, const void *b, void *ctx)
 /* qsort_r is a GNU extension; _GNU_SOURCE is set by the build. */
 static void sort_by_seq(struct tk__ticks *T, uint32_t *v, size_t n)
 {
-    qsort_r(v, n, sizeof *v, seq_cmp, T->recs);
+    if (n > 1) /* v may be NULL when empty */
+        qsort_r(v, n, sizeof *v, seq_cmp, T->recs);
 }
 
 static void upkeep(tk_world_t *w)

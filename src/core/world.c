@@ -17,6 +17,7 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -187,6 +188,9 @@ tk_level_id tk_level_at(const tk_world_t *w, size_t i)
 int tk__world_new(tk_engine_t *e, double dilation, tk_world_t **out)
 {
     tk_world_t *w = tk_calloc(1, sizeof *w);
+    /* Each world of the process gets its own range of serials. */
+    static _Atomic uint64_t worlds;
+    w->serial = atomic_fetch_add(&worlds, 1) << 40;
     w->engine = e;
     w->dilation = 1.0;
     if (dilation > 0)
@@ -251,6 +255,7 @@ uint64_t tk_world_steps_pending(const tk_world_t *w) { return w->steps; }
 uint64_t tk_world_time_ns(const tk_world_t *w) { return w->time_ns; }
 uint64_t tk_world_unpaused_time_ns(const tk_world_t *w) { return w->unpaused_ns; }
 uint64_t tk_world_frame(const tk_world_t *w) { return w->frame; }
+uint64_t tk_world_serial(const tk_world_t *w) { return w->serial; }
 
 void tk_world_get_time(const tk_world_t *w, tk_world_time *out)
 {
@@ -336,7 +341,11 @@ void tk__world_tick(tk_world_t *w, uint64_t raw_dt_ns)
     w->in_frame = false;
 }
 
-void tk__world_end_frame(tk_world_t *w) { w->frame++; }
+void tk__world_end_frame(tk_world_t *w)
+{
+    w->frame++;
+    w->serial++;
+}
 
 int tk_world_restore_time(tk_world_t *w, uint64_t frame, double world_time, double unpaused_time,
                           double real_time)

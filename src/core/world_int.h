@@ -32,6 +32,7 @@ struct tk_world {
 
     /* time, all in ns (see world.h) */
     uint64_t frame;          /* frames completed (GFrameCounter)           */
+    uint64_t serial;         /* like frame, never restored (tk_world_serial) */
     uint64_t time_ns;        /* world time, stops while paused             */
     uint64_t unpaused_ns;    /* unpaused time                              */
     uint64_t real_ns;        /* real time, undilated                       */
