@@ -71,7 +71,7 @@ typedef struct snap {
 
 static struct {
     const void *host;      /* whose frame it is (one world per process) */
-    uint64_t frame;
+    uint64_t serial;       /* ctx->serial: never repeats, even after world.load */
     snap *s;
     size_t n, cap;
     int32_t *cells;        /* hash of grid cells -> first snap index    */
@@ -108,10 +108,10 @@ static inline int64_t cell_of(double v) { return (int64_t)floor(v / F.cell); }
 /* Take the snapshot once per frame (whichever boid ticks first). */
 static void ensure_snapshot(const tkp_ctx *c)
 {
-    if (F.host == c->host && F.frame == c->frame && F.s)
+    if (F.host == c->host && F.serial == c->serial && F.s)
         return;
     F.host = c->host;
-    F.frame = c->frame;
+    F.serial = c->serial;
     F.n = 0;
     c->api->for_each(c, &boids_class, collect, (void *)c);
     F.cell = 1;

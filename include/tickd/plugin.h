@@ -79,7 +79,9 @@ typedef struct tkp_prop {
 typedef struct tkp_ctx {
     const tkp_api *api;   /* host services                            */
     void *host;           /* the host's (pass it back to the api)     */
-    uint64_t frame;       /* current frame number                     */
+    uint64_t frame;       /* current frame number (world.load rewinds it) */
+    uint64_t serial;      /* grows every frame, never rewound: key
+                             per-frame caches on (host, serial)       */
     int group;            /* tick group running (tk_group), -1 outside */
     bool pause_frame;     /* ticking in a pause frame                 */
 } tkp_ctx;
@@ -114,8 +116,6 @@ struct tkp_api {
     /* 0 if present with that type, -1 otherwise. */
     int (*prop_number)(const tkp_props *p, const char *key, double *out);
     int (*prop_bool)(const tkp_props *p, const char *key, bool *out);
-    int (*prop_string)(const tkp_props *p, const char *key, const char **out);
-    int (*prop_ids)(const tkp_props *p, const char *key, const tkp_id **ids, size_t *n);
     /* ---- instances ---- */
     void *(*state)(tkp_obj *o);
     tkp_id (*entity)(const tkp_obj *o);       /* owning entity; 0: a tickable */
@@ -140,12 +140,15 @@ struct tkp_api {
     int (*spawn)(const tkp_ctx *c, tkp_obj *o, const tkp_spawn_ref *ref, char *err,
                  size_t errlen);
     /* A world timer calling fn(ud) every `rate` s (or once), owned by o's
-     * entity (cleared when it is destroyed).  Returns the handle, 0 on error. */
+     * entity, or by o if it is a tickable: cleared when that is destroyed
+     * or removed.  Not part of snapshots.  Returns the handle, 0 on error
+     * (o or fn NULL, rate not finite and > 0, too many timers). */
     uint64_t (*timer_set)(const tkp_ctx *c, tkp_obj *o, double rate, bool loop,
                           void (*fn)(void *ud, const tkp_ctx *c), void *ud);
     void (*timer_clear)(const tkp_ctx *c, uint64_t handle);
     /* ---- misc ---- */
-    /* Log at level 0 error, 1 warn, 2 info, 3 debug (prefixed with the class). */
+    /* Log at level 0 error, 1 warn, 2 info, 3 debug, into tickd's log as given
+     * (name the class in msg if it matters). */
     void (*log)(const tkp_ctx *c, int level, const char *msg);
 };
 

@@ -1116,7 +1116,9 @@ static json_t *timer_json(tkd *d, tk_timer_handle h)
     json_object_set_new(o, "elapsed", json_real(i.elapsed));
     json_object_set_new(o, "remaining", json_real(i.remaining));
     json_object_set_new(o, "fired", jid(i.fired));
-    if (i.owner)
+    if (i.owner & TKS_OWNER_TICKABLE)
+        json_object_set_new(o, "tickable", jid(i.owner & ~TKS_OWNER_TICKABLE));
+    else if (i.owner)
         json_object_set_new(o, "owner", jid(i.owner));
     const timer_action *ta = i.ud;
     if (ta && i.owner == 0 && ta->action)

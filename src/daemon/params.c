@@ -332,6 +332,8 @@ int tkd_p_props(const json_t *obj, const char *path, tkd_arena *a, int depth, tk
                 return -1;
             val->type = TKS_V_SPAWN;
             val->spawn = r;
+        } else if (json_is_null(v)) {
+            val->type = TKS_V_SPAWN; /* an unset spawn prop */
         } else if (json_is_array(v)) {
             tks_id *ids = json_array_size(v) ? tkd_arena_alloc(a, json_array_size(v) * sizeof *ids)
                                              : NULL;

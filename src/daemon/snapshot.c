@@ -515,7 +515,8 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         if (strcmp(lv, "persistent") != 0 && !has_level(in, lv))
             return perr(e, -32602, "%s.level: '%s' is not in $.levels", p, lv);
     }
-    qsort(in->sorted_ids, in->n_ents, sizeof *in->sorted_ids, id_cmp);
+    if (in->n_ents > 1)
+        qsort(in->sorted_ids, in->n_ents, sizeof *in->sorted_ids, id_cmp);
     for (size_t i = 1; i < in->n_ents; i++)
         if (in->sorted_ids[i] == in->sorted_ids[i - 1])
             for (size_t k = 0; k < in->n_ents; k++)

@@ -379,6 +379,7 @@ static tkp_ctx make_ctx(tks_sim *s, const tk_tick_ctx *tc)
     c.api = &host_api;
     c.host = s;
     c.frame = tc ? tc->frame : tk_world_frame(s->w);
+    c.serial = tk_world_serial(s->w);
     c.group = tc ? (int)tc->group : -1;
     c.pause_frame = tc ? tc->pause_frame : false;
     return c;
@@ -409,25 +410,6 @@ static int api_prop_bool(const tkp_props *p, const char *key, bool *out)
     if (!v || v->type != TKS_V_BOOL)
         return -1;
     *out = v->b;
-    return 0;
-}
-
-static int api_prop_string(const tkp_props *p, const char *key, const char **out)
-{
-    const tks_value *v = prop_find(p, key);
-    if (!v || v->type != TKS_V_STRING)
-        return -1;
-    *out = v->str;
-    return 0;
-}
-
-static int api_prop_ids(const tkp_props *p, const char *key, const tkp_id **ids, size_t *n)
-{
-    const tks_value *v = prop_find(p, key);
-    if (!v || v->type != TKS_V_IDS)
-        return -1;
-    *ids = v->ids;
-    *n = v->n_ids;
     return 0;
 }
 
@@ -533,7 +515,7 @@ static uint64_t api_timer_set(const tkp_ctx *c, tkp_obj *o, double rate, bool lo
                               void (*fn)(void *ud, const tkp_ctx *c), void *ud)
 {
     tks_sim *s = c->host;
-    if (!fn)
+    if (!fn || !o)
         return 0;
     plugin_timer *pt = tk_malloc(sizeof *pt);
     *pt = (plugin_timer){s, fn, ud};
@@ -544,7 +526,7 @@ static uint64_t api_timer_set(const tkp_ctx *c, tkp_obj *o, double rate, bool lo
     td.fn = plugin_timer_fire;
     td.ud = pt;
     td.free_ud = tk_free;
-    td.owner = o && o->owner ? o->owner->id : 0;
+    td.owner = o->owner ? o->owner->id : tickable_owner(tickable_of(o)->id);
     tk_timer_handle h;
     if (tk_timer_set(s->w, &td, &h) != 0) {
         tk_free(pt);
@@ -574,8 +556,6 @@ static const tkp_api host_api = {
     .prop_has = api_prop_has,
     .prop_number = api_prop_number,
     .prop_bool = api_prop_bool,
-    .prop_string = api_prop_string,
-    .prop_ids = api_prop_ids,
     .state = api_state,
     .entity = api_entity,
     .component = api_component,
@@ -738,6 +718,10 @@ typedef struct check_mode {
 
 static const check_mode live_mode = {NULL, NULL};
 
+/* A snapshot's tickable: its ids were checked against the snapshot already. */
+static bool any_id(void *ud, tks_id id) { return true; }
+static const check_mode restored_mode = {any_id, NULL};
+
 static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int depth,
                        uint64_t *total, const check_mode *m, char err[TKS_ERR_MAX]);
 
@@ -766,8 +750,11 @@ static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, con
                         d->max);
         return 0;
     case TKS_PROP_ID:
-        if (v->type != TKS_V_NUMBER || v->num != floor(v->num) || v->num < 1 || v->num > 9e15)
+        if (v->type != TKS_V_NUMBER || v->num != floor(v->num) || v->num < 0 || v->num > 9e15 ||
+            (v->num == 0 && d->required))
             return errf(err, TK_EINVAL, "%s.%s: must be an entity id", path, d->name);
+        if (v->num == 0)
+            return 0; /* none */
         /* A snapshot may hold an id whose entity died since it was set (a
          * follower of a destroyed target): that is a state the world had, so
          * it loads; a live request must name a live entity. */
@@ -785,6 +772,12 @@ static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, con
                         d->name);
         if (v->self)
             return 0;
+        if (!v->spawn) {
+            if (d->required)
+                return errf(err, TK_EINVAL, "%s.%s: must be entity.spawn params or \"self\"",
+                            path, d->name);
+            return 0; /* unset */
+        }
         if (depth >= MAX_NESTING)
             return errf(err, TK_EINVAL, "%s.%s: spawn templates nested too deep (max %d)", path,
                         d->name, MAX_NESTING);
@@ -948,7 +941,7 @@ static void apply_props(const tks_class *c, void *state, const tks_prop_kv *kv, 
         case TKS_PROP_SPAWN: {
             tkp_spawn_ref *ref = (tkp_spawn_ref *)f;
             tks_spawn_req_free(ref->tmpl);
-            ref->tmpl = kv[i].v.self ? NULL : tks_spawn_req_clone(kv[i].v.spawn);
+            ref->tmpl = kv[i].v.self || !kv[i].v.spawn ? NULL : tks_spawn_req_clone(kv[i].v.spawn);
             ref->self = kv[i].v.self;
             break;
         }
@@ -1408,10 +1401,41 @@ static void tickable_tick(void *ud, float dt, tk_world_t *w)
 static void tickable_free(void *ud)
 {
     tks_tickable *t = ud;
-    /* A tickable has no tick function, so no class needs its fini hook here:
-     * only the props it owns (spawn templates) are freed. */
+    obj_fini(t->sim, &t->obj);
+    if (t->id)
+        tk_timer_clear_owner(t->sim->w, tickable_owner(t->id));
+    tk_free(t);
+}
+
+static tks_tickable *tickable_new(tks_sim *s, const tks_class *c, const tks_prop_kv *props,
+                                  size_t n_props)
+{
+    tks_tickable *t = tk_calloc(1, sizeof *t + c->p->state_size);
+    t->obj.cls = c;
+    t->obj.comp = -2;
+    t->sim = s;
+    set_default_props(c, t->state);
+    apply_props(c, t->state, props, n_props);
+    return t;
+}
+
+/* The core refused it: never created, so no destroy hook. */
+static void tickable_discard(tks_tickable *t)
+{
     free_state_props(t->obj.cls, t->state);
     tk_free(t);
+}
+
+/* Registered under `id`: the create hook runs now, so that the timers it sets
+ * are owned by the tickable. */
+static void tickable_created(tks_sim *s, tks_tickable *t, tk_tickable_id id)
+{
+    t->id = id;
+    remember_tickable(s, id);
+    if (t->obj.cls->p->create) {
+        tkp_ctx ctx = make_ctx(s, NULL);
+        t->obj.cls->p->create(&t->obj, &ctx);
+    }
 }
 
 int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool when_paused,
@@ -1424,15 +1448,7 @@ int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool wh
     int rc = check_props(s, c, props, n_props, "props", 0, &live_mode, err);
     if (rc)
         return rc;
-    tks_tickable *t = tk_calloc(1, sizeof *t + c->p->state_size);
-    t->obj.cls = c;
-    t->obj.comp = -2;
-    set_default_props(c, t->state);
-    apply_props(c, t->state, props, n_props);
-    if (c->p->create) {
-        tkp_ctx ctx = make_ctx(s, NULL);
-        c->p->create(&t->obj, &ctx);
-    }
+    tks_tickable *t = tickable_new(s, c, props, n_props);
     tk_tickable_desc d = {0};
     d.type = type;
     d.enabled = true;
@@ -1440,12 +1456,13 @@ int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool wh
     d.fn = tickable_tick;
     d.ud = t;
     d.free_ud = tickable_free;
-    rc = tk_tickable_add(s->w, &d, &t->id);
+    tk_tickable_id id;
+    rc = tk_tickable_add(s->w, &d, &id);
     if (rc) {
-        tickable_free(t);
+        tickable_discard(t);
         return errf(err, rc, "%s", tk_world_last_error(s->w));
     }
-    remember_tickable(s, t->id);
+    tickable_created(s, t, id);
     *out = t->id;
     return 0;
 }
@@ -1511,6 +1528,10 @@ int tks_restore_check(const tks_sim *cs, const tks_entity_restore *e, const char
 
 void tks_clear(tks_sim *s)
 {
+    /* Tickables first: their destroy hooks may read entities. */
+    for (size_t i = 0; i < s->n_tickables; i++)
+        tk_tickable_remove(s->w, s->tickables[i]);
+    s->n_tickables = 0;
     for (size_t c = 0; c < s->n_chunks; c++) {
         for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
             tks_entity *e = s->chunks[c]->e[i];
@@ -1625,24 +1646,19 @@ int tks_tickable_restore(tks_sim *s, const char *cls, const tk_tickable_desc *de
     const tks_class *c = tks_class_find(s, cls);
     if (!c)
         return errf(err, TK_EINVAL, "class: unknown class '%s'", cls ? cls : "");
-    int rc = check_props(s, c, props, n_props, "props", 0, &live_mode, err);
+    int rc = check_props(s, c, props, n_props, "props", 0, &restored_mode, err);
     if (rc)
         return rc;
-    tks_tickable *t = tk_calloc(1, sizeof *t + c->p->state_size);
-    t->obj.cls = c;
-    t->obj.comp = -2;
-    set_default_props(c, t->state);
-    apply_props(c, t->state, props, n_props);
+    tks_tickable *t = tickable_new(s, c, props, n_props);
     tk_tickable_desc d = *desc;
     d.fn = tickable_tick;
     d.ud = t;
     d.free_ud = tickable_free;
     rc = tk_tickable_restore(s->w, &d, id, ticks, last_frame, accum_dt);
     if (rc) {
-        tickable_free(t);
+        tickable_discard(t);
         return errf(err, rc, "%s", tk_world_last_error(s->w));
     }
-    t->id = id;
-    remember_tickable(s, id);
+    tickable_created(s, t, id);
     return 0;
 }

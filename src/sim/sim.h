@@ -227,6 +227,11 @@ const tks_entity *tks_tick_owner(const tks_sim *s, tk_tick_id id, int *comp);
 int tks_tickable_add(tks_sim *s, const char *cls, tk_tickable_type type, bool when_paused,
                      const tks_prop_kv *props, size_t n_props, tk_tickable_id *out,
                      char err[TKS_ERR_MAX]);
+/* Timer owners.  Every timer the sim sets has one: an entity id (life spans,
+ * plugin timers of actors and components), or this bit with a tickable id
+ * (plugin timers of tickables).  Timers of owner 0 are the embedder's. */
+#define TKS_OWNER_TICKABLE (UINT64_C(1) << 63)
+
 /* Class of a tickable created by tks_tickable_add, NULL otherwise. */
 const tks_class *tks_tickable_class(const tks_sim *s, tk_tickable_id id);
 void tks_tickable_props(const tks_sim *s, tk_tickable_id id, tks_prop_visit_fn fn, void *ud);
@@ -270,7 +275,7 @@ typedef struct tks_entity_restore {
 int tks_restore_check(const tks_sim *s, const tks_entity_restore *e, const char *path,
                       bool (*id_known)(void *ud, tks_id id), void *ud, char err[TKS_ERR_MAX]);
 
-/* Destroy every entity (before a load). */
+/* Remove every tickable this sim made and destroy every entity (before a load). */
 void tks_clear(tks_sim *s);
 
 /*
@@ -282,7 +287,8 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *e, char err[TKS_ERR
 /* Let classes relink (followers to their targets) after a restore. */
 void tks_restore_done(tks_sim *s);
 
-/* A tickable of an entity class under its saved id, with its counters. */
+/* A tickable of an entity class under its saved id, with its counters.  Its
+ * props are checked as tks_restore_check does (ids need not be live). */
 int tks_tickable_restore(tks_sim *s, const char *cls, const tk_tickable_desc *desc,
                          const tks_prop_kv *props, size_t n_props, tk_tickable_id id,
                          uint64_t ticks, uint64_t last_frame, double accum_dt,

@@ -41,8 +41,12 @@ struct tks_entity {
 typedef struct tks_tickable {
     tks_obj obj;
     tk_tickable_id id;
+    tks_sim *sim;             /* for the class hooks at removal */
     alignas(8) unsigned char state[];
 } tks_tickable;
+
+static inline tks_tickable *tickable_of(tks_obj *o) { return (tks_tickable *)o; }
+static inline uint64_t tickable_owner(tk_tickable_id id) { return TKS_OWNER_TICKABLE | id; }
 
 /* A registered class: the ABI descriptor plus the host's bookkeeping. */
 struct tks_class {
