@@ -1090,8 +1090,42 @@ void tkd_config_foreach(const tkd_config *c, tkd_config_visit_fn fn, void *ud)
     }
 }
 
+/* `k = v` as one config line that the reader takes (at most INI_MAX_LINE - 3
+ * characters), or NULL. */
+static char *config_line(const tkd_config *c, const tkd_config_key *k)
+{
+    char *v = format_alloc(c, k);
+    char *line = NULL;
+    if (strlen(k->name) + 3 + strlen(v) <= INI_MAX_LINE - 3) {
+        line = tk_malloc(strlen(k->name) + 3 + strlen(v) + 1);
+        sprintf(line, "%s = %s", k->name, v);
+    } else {
+        /* Compact: no spaces around '=' nor after the list commas. */
+        size_t w = 0;
+        for (size_t r = 0; v[r]; r++)
+            if (!(k->type == TKD_CFG_LIST && v[r] == ' ' && r > 0 && v[r - 1] == ','))
+                v[w++] = v[r];
+        v[w] = '\0';
+        if (strlen(k->name) + 1 + w <= INI_MAX_LINE - 3) {
+            line = tk_malloc(strlen(k->name) + 1 + w + 1);
+            sprintf(line, "%s=%s", k->name, v);
+        }
+    }
+    tk_free(v);
+    return line;
+}
+
 int tkd_config_write(const tkd_config *c, FILE *out)
 {
+    char *lines[NKEYS];
+    for (size_t i = 0; i < NKEYS; i++) {
+        lines[i] = config_line(c, &keys[i]);
+        if (!lines[i]) {
+            while (i-- > 0)
+                tk_free(lines[i]);
+            return TK_ELIMIT;
+        }
+    }
     const char *section = NULL;
     for (size_t i = 0; i < NKEYS; i++) {
         const tkd_config_key *k = &keys[i];
@@ -1102,9 +1136,8 @@ int tkd_config_write(const tkd_config *c, FILE *out)
         const char *origin = override_origin(c, k);
         if (origin)
             fprintf(out, "; from %s\n", origin);
-        char *v = format_alloc(c, k);
-        fprintf(out, "%s = %s\n", k->name, v);
-        tk_free(v);
+        fprintf(out, "%s\n", lines[i]);
+        tk_free(lines[i]);
     }
     return fflush(out) == 0 && !ferror(out) ? 0 : TK_EIO;
 }

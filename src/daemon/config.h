@@ -225,7 +225,10 @@ void tkd_config_foreach(const tkd_config *c, tkd_config_visit_fn fn, void *ud);
 /*
  * Write `c` as an ini file that loads back to the same values: one section
  * after the other, one `key = value` line per key, and a `; from <origin>`
- * comment line above overridden keys.  Returns 0 or TK_EIO.
+ * comment line above overridden keys; a line that would be longer than inih
+ * reads is written compact (`key=a,b`).  Returns 0, TK_ELIMIT (nothing
+ * written) if a value is too long even so (only an override can be), or
+ * TK_EIO.
  */
 int tkd_config_write(const tkd_config *c, FILE *out);
 
