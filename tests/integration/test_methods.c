@@ -980,6 +980,8 @@ START_TEST(methods_timers)
     /* errors */
     tkit_err(c, TKIT_INVALID_PARAMS, "rate", "timer.set", "{\"rate\":0}");
     tkit_err(c, TKIT_INVALID_PARAMS, "rate", "timer.set", "{\"rate\":-1}");
+    /* Deliberate difference: no rate below 1 ms from a client. */
+    tkit_err(c, TKIT_INVALID_PARAMS, "at least 0.001", "timer.set", "{\"rate\":0.0009}");
     tkit_err(c, TKIT_INVALID_PARAMS, "rate", "timer.set", "{}");
     tkit_err(c, TKIT_INVALID_PARAMS, "loop", "timer.set", "{\"rate\":1,\"loop\":\"yes\"}");
     tkit_err(c, TKIT_INVALID_PARAMS, "action", "timer.set", "{\"rate\":1,\"action\":\"spawn\"}");

@@ -154,6 +154,50 @@ START_TEST(snapshot_corrupt_or_truncated_changes_nothing)
 }
 END_TEST
 
+/*
+ * Timers due in the same pass with equal expiry fire in the order they were
+ * set; after a load, in the order the snapshot lists them (a documented
+ * difference): C reuses A's slot, so it is listed before B but was set after.
+ */
+/* Class of the i-th live entity in id order. */
+static const char *class_of(tkit_conn *c, int i)
+{
+    json_t *ids = tkit_get(tkit_ok(c, "entity.list", NULL), "ids");
+    long long id = json_integer_value(json_array_get(ids, (size_t)i));
+    return tkit_gets(tkit_ok(c, "entity.get", "{\"id\":%lld}", id), "class");
+}
+
+START_TEST(snapshot_timer_ties_follow_handles)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "world.pause", NULL);
+    long long a = tkit_geti(tkit_ok(c, "timer.set", "{\"rate\":0.05}"), "handle");
+    long long b = tkit_geti(tkit_ok(c, "timer.set", "{\"rate\":0.05,\"action\":{\"method\":"
+                                                    "\"entity.spawn\",\"params\":{\"class\":"
+                                                    "\"counter\"}}}"),
+                            "handle");
+    tkit_ok(c, "timer.clear", "{\"handle\":%lld}", a);
+    long long h = tkit_geti(tkit_ok(c, "timer.set", "{\"rate\":0.05,\"action\":{\"method\":"
+                                                    "\"entity.spawn\",\"params\":{\"class\":"
+                                                    "\"mover\"}}}"),
+                            "handle");
+    json_t *ts = tkit_get(tkit_ok(c, "timer.list", NULL), "timers");
+    ck_assert_int_eq(tkit_geti(ts, "[0].handle"), h);
+    ck_assert_int_eq(tkit_geti(ts, "[1].handle"), b);
+    const char *s = tkit_path(d, "ties.json");
+    tkit_ok(c, "world.save", "{\"path\":\"%s\"}", s);
+    tkit_ok(c, "world.step", "{\"frames\":10}");
+    ck_assert_str_eq(class_of(c, 0), "counter"); /* B, set first */
+    ck_assert_str_eq(class_of(c, 1), "mover");
+    tkit_ok(c, "world.load", "{\"path\":\"%s\"}", s);
+    tkit_ok(c, "world.step", "{\"frames\":10}");
+    ck_assert_str_eq(class_of(c, 0), "mover"); /* C, listed first */
+    ck_assert_str_eq(class_of(c, 1), "counter");
+    tkit_finish(d);
+}
+END_TEST
+
 START_TEST(snapshot_ids_continue_after_load)
 {
     tkit_daemon *d = tkit_start(NULL);
@@ -224,6 +268,7 @@ int main(void)
     tcase_add_test(tc, snapshot_round_trip_equal);
     tcase_add_test(tc, snapshot_corrupt_or_truncated_changes_nothing);
     tcase_add_test(tc, snapshot_ids_continue_after_load);
+    tcase_add_test(tc, snapshot_timer_ties_follow_handles);
     tcase_add_test(tc, snapshot_kill_during_autosave_keeps_previous);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
