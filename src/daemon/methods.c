@@ -725,6 +725,19 @@ static void m_entity_list(req *r)
     ok(r, o);
 }
 
+/* The "props" object of a request, into `a`; false (answered, `a` freed) if
+ * it is not valid. */
+static bool read_props(req *r, const json_t *props, tkd_arena *a, tks_prop_kv **kv, size_t *n)
+{
+    tkd_perr pe;
+    if (tkd_p_props(props, "props", a, 0, kv, n, &pe) < 0) {
+        tkd_arena_free(a);
+        fail_p(r, &pe);
+        return false;
+    }
+    return true;
+}
+
 static void m_entity_set_props(req *r)
 {
     KEYS("id", "props");
@@ -746,13 +759,8 @@ static void m_entity_set_props(req *r)
     tkd_arena a = {0};
     tks_prop_kv *kv;
     size_t n;
-    if (tkd_p_props(props, "props", &a, 0, &kv, &n, &pe) < 0) {
-        tkd_arena_free(&a);
-        {
-            fail_p(r, &pe);
-            return;
-        }
-    }
+    if (!read_props(r, props, &a, &kv, &n))
+        return;
     char err[TKS_ERR_MAX];
     rc = tks_entity_set_props(r->d->sim, id, kv, n, err);
     tkd_arena_free(&a);
@@ -1229,21 +1237,25 @@ static void m_timer_get(req *r)
     ok(r, timer_json(r->d, h));
 }
 
-static void m_timer_list(req *r)
+/* {key: [item(x) for every x the core's iterator `next` gives]} */
+static void list_reply(req *r, const char *key,
+                       bool (*next)(const tk_world_t *, uint64_t *, uint64_t *),
+                       json_t *(*item)(tkd *, uint64_t))
 {
     NOKEYS();
     json_t *a = json_array();
-    uint64_t cur = 0;
-    tk_timer_handle h;
-    while (tk_timer_next(r->d->world, &cur, &h)) {
-        json_t *t = timer_json(r->d, h);
+    uint64_t cur = 0, x;
+    while (next(r->d->world, &cur, &x)) {
+        json_t *t = item(r->d, x);
         if (t)
             json_array_append_new(a, t);
     }
     json_t *o = json_object();
-    json_object_set_new(o, "timers", a);
+    json_object_set_new(o, key, a);
     ok(r, o);
 }
+
+static void m_timer_list(req *r) { list_reply(r, "timers", tk_timer_next, timer_json); }
 
 /* ---- tickables ------------------------------------------------------------------------ */
 
@@ -1267,13 +1279,8 @@ static void m_tickable_add(req *r)
     tkd_arena a = {0};
     tks_prop_kv *kv;
     size_t n;
-    if (tkd_p_props(props, "props", &a, 0, &kv, &n, &pe) < 0) {
-        tkd_arena_free(&a);
-        {
-            fail_p(r, &pe);
-            return;
-        }
-    }
+    if (!read_props(r, props, &a, &kv, &n))
+        return;
     char err[TKS_ERR_MAX];
     tk_tickable_id id;
     int rc = tks_tickable_add(r->d->sim, cls, type, when_paused, kv, n, &id, err);
@@ -1381,21 +1388,7 @@ static void m_tickable_get(req *r)
     ok(r, tickable_json(r->d, id));
 }
 
-static void m_tickable_list(req *r)
-{
-    NOKEYS();
-    json_t *a = json_array();
-    uint64_t cur = 0;
-    tk_tickable_id id;
-    while (tk_tickable_next(r->d->world, &cur, &id)) {
-        json_t *t = tickable_json(r->d, id);
-        if (t)
-            json_array_append_new(a, t);
-    }
-    json_t *o = json_object();
-    json_object_set_new(o, "tickables", a);
-    ok(r, o);
-}
+static void m_tickable_list(req *r) { list_reply(r, "tickables", tk_tickable_next, tickable_json); }
 
 /* ---- events ------------------------------------------------------------------------------ */
 

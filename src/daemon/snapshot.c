@@ -86,7 +86,8 @@ static void entity_json(void *ud, const tks_entity *e)
     json_t *cs = json_array();
     for (size_t i = 0; i < tks_entity_component_count(e); i++) {
         json_t *c = json_object();
-        json_object_set_new(c, "class", json_string(tks_class_name(tks_entity_component_class(e, i))));
+        json_object_set_new(c, "class",
+                            json_string(tks_class_name(tks_entity_component_class(e, i))));
         json_object_set_new(c, "props", tkd_j_props(d->sim, e, (int)i));
         json_object_set_new(c, "tick", fn_json(d, e, (int)i));
         json_array_append_new(cs, c);
@@ -129,7 +130,8 @@ json_t *tkd_snapshot_build(tkd *d)
     json_object_set_new(doc, "world", w);
     json_t *levels = json_array();
     for (size_t i = 0; i < tk_level_count(d->world); i++)
-        json_array_append_new(levels, json_string(tk_level_name(d->world, tk_level_at(d->world, i))));
+        json_array_append_new(levels,
+                              json_string(tk_level_name(d->world, tk_level_at(d->world, i))));
     json_object_set_new(doc, "levels", levels);
     build_ctx b = {d, json_array()};
     tks_entity_list(d->sim, TK_LEVEL_NONE, NULL, 0, UINT64_MAX, entity_json, &b);
@@ -183,7 +185,7 @@ json_t *tkd_snapshot_build(tkd *d)
 
 typedef struct prereq_ref {
     tks_id id;
-    int comp;               /* -1: actor */
+    int comp; /* -1: actor */
 } prereq_ref;
 
 typedef struct fn_in {
@@ -203,7 +205,7 @@ typedef struct timer_in {
     bool loop;
     tk_timer_status status;
     uint64_t fired;
-    const json_t *action;   /* borrowed from the document, or NULL */
+    const json_t *action; /* borrowed from the document, or NULL */
 } timer_in;
 
 typedef struct tickable_in {
@@ -225,49 +227,51 @@ typedef struct doc_in {
     size_t n_levels;
     ent_in *ents;
     size_t n_ents;
-    tks_id *sorted_ids;     /* for lookups */
+    tks_id *sorted_ids; /* for lookups */
     timer_in *timers;
     size_t n_timers;
     tickable_in *tickables;
     size_t n_tickables;
 } doc_in;
 
-static int perr(tkd_perr *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int perr(tkd_perr *e, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    e->code = code;
-    return -1;
-}
-
 /* Required readers: 0 absent is an error naming path.key. */
-#define NEED(call, path, key)                                                  \
-    do {                                                                       \
-        int rc_ = (call);                                                      \
-        if (rc_ < 0)                                                           \
-            return -1;                                                         \
-        if (rc_ == 0)                                                          \
-            return perr(e, -32602, "%s.%s: required", path, key);              \
+#define NEED(call, path, key)                                                                      \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ < 0)                                                                               \
+            return -1;                                                                             \
+        if (rc_ == 0)                                                                              \
+            return tkd_perr_set(e, -32602, "%s.%s: required", path, key);                          \
     } while (0)
-#define OPT(call)                                                              \
-    do {                                                                       \
-        if ((call) < 0)                                                        \
-            return -1;                                                         \
+#define OPT(call)                                                                                  \
+    do {                                                                                           \
+        if ((call) < 0)                                                                            \
+            return -1;                                                                             \
     } while (0)
 
-static const char *const fn_keys[] = {
-    "group", "end_group", "interval", "enabled", "even_when_paused", "high_priority", "batch",
-    "on_dedicated_server", "any_thread", "ticks", "last_frame", "last_dt", "accum_dt",
-    "cooldown", "since_last_tick", "prerequisites", NULL};
+static const char *const fn_keys[] = {"group",
+                                      "end_group",
+                                      "interval",
+                                      "enabled",
+                                      "even_when_paused",
+                                      "high_priority",
+                                      "batch",
+                                      "on_dedicated_server",
+                                      "any_thread",
+                                      "ticks",
+                                      "last_frame",
+                                      "last_dt",
+                                      "accum_dt",
+                                      "cooldown",
+                                      "since_last_tick",
+                                      "prerequisites",
+                                      NULL};
 
-static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_restore *fr,
-                    fn_in *fi, tkd_perr *e)
+static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_restore *fr, fn_in *fi,
+                    tkd_perr *e)
 {
     if (!json_is_object(o))
-        return perr(e, -32602, "%s: must be an object", path);
+        return tkd_perr_set(e, -32602, "%s: must be an object", path);
     if (tkd_p_keys(o, path, fn_keys, e))
         return -1;
     tk_tick_spec_default(&fr->spec);
@@ -294,7 +298,7 @@ static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_rest
         json_t *t = json_array_get(pre, i);
         static const char *const tk[] = {"id", "component", NULL};
         if (!json_is_object(t))
-            return perr(e, -32602, "%s: must be {\"id\", \"component\"?}", p);
+            return tkd_perr_set(e, -32602, "%s: must be {\"id\", \"component\"?}", p);
         if (tkd_p_keys(t, p, tk, e))
             return -1;
         uint64_t id, comp = 0;
@@ -308,13 +312,13 @@ static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_rest
     return 0;
 }
 
-static const char *const ent_keys[] = {"id", "class", "level", "time_dilation", "life_span",
-                                       "props", "tick", "components", NULL};
+static const char *const ent_keys[] = {
+    "id", "class", "level", "time_dilation", "life_span", "props", "tick", "components", NULL};
 
 static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in *en, tkd_perr *e)
 {
     if (!json_is_object(o))
-        return perr(e, -32602, "%s: must be an object", path);
+        return tkd_perr_set(e, -32602, "%s: must be an object", path);
     if (tkd_p_keys(o, path, ent_keys, e))
         return -1;
     tks_entity_restore *r = &en->r;
@@ -337,23 +341,25 @@ static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in 
     json_t *tick = json_object_get(o, "tick");
     snprintf(p, sizeof p, "%s.tick", path);
     if (!tick)
-        return perr(e, -32602, "%s: required", p);
+        return tkd_perr_set(e, -32602, "%s: required", p);
     if (parse_fn(tick, p, a, &r->fn, &en->fn, e) < 0)
         return -1;
     json_t *comps = NULL;
     OPT(tkd_p_arr(o, "components", path, &comps, e));
     r->n_components = comps ? json_array_size(comps) : 0;
     if (r->n_components > TKS_MAX_COMPONENTS)
-        return perr(e, -32602, "%s.components: at most %d", path, TKS_MAX_COMPONENTS);
-    r->components = r->n_components ? tkd_arena_alloc(a, r->n_components * sizeof *r->components) : NULL;
-    en->comp_fn = r->n_components ? tkd_arena_alloc(a, r->n_components * sizeof *en->comp_fn) : NULL;
+        return tkd_perr_set(e, -32602, "%s.components: at most %d", path, TKS_MAX_COMPONENTS);
+    r->components =
+        r->n_components ? tkd_arena_alloc(a, r->n_components * sizeof *r->components) : NULL;
+    en->comp_fn =
+        r->n_components ? tkd_arena_alloc(a, r->n_components * sizeof *en->comp_fn) : NULL;
     for (size_t i = 0; i < r->n_components; i++) {
         char cp[300];
         snprintf(cp, sizeof cp, "%s.components[%zu]", path, i);
         json_t *c = json_array_get(comps, i);
         static const char *const ck[] = {"class", "props", "tick", NULL};
         if (!json_is_object(c))
-            return perr(e, -32602, "%s: must be an object", cp);
+            return tkd_perr_set(e, -32602, "%s: must be an object", cp);
         if (tkd_p_keys(c, cp, ck, e))
             return -1;
         tks_comp_restore *cr = &r->components[i];
@@ -366,7 +372,7 @@ static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in 
         json_t *ct = json_object_get(c, "tick");
         snprintf(p, sizeof p, "%s.tick", cp);
         if (!ct)
-            return perr(e, -32602, "%s: required", p);
+            return tkd_perr_set(e, -32602, "%s: required", p);
         if (parse_fn(ct, p, a, &cr->fn, &en->comp_fn[i], e) < 0)
             return -1;
     }
@@ -435,12 +441,13 @@ static int check_prereqs(const doc_in *in, const fn_in *fi, const char *path, tk
 {
     for (size_t i = 0; i < fi->n_pre; i++) {
         if (!id_known((void *)in, fi->pre[i].id))
-            return perr(e, -32602, "%s.prerequisites[%zu].id: entity %llu is not in the snapshot",
-                        path, i, (unsigned long long)fi->pre[i].id);
+            return tkd_perr_set(e, -32602,
+                                "%s.prerequisites[%zu].id: entity %llu is not in the snapshot",
+                                path, i, (unsigned long long)fi->pre[i].id);
         if (!fn_registered(in, fi->pre[i].id, fi->pre[i].comp))
-            return perr(e, -32602,
-                        "%s.prerequisites[%zu]: no such registered tick function in the snapshot",
-                        path, i);
+            return tkd_perr_set(
+                e, -32602,
+                "%s.prerequisites[%zu]: no such registered tick function in the snapshot", path, i);
     }
     return 0;
 }
@@ -449,28 +456,29 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
 {
     memset(in, 0, sizeof *in);
     if (!json_is_object(doc))
-        return perr(e, -32602, "$: must be an object");
-    static const char *const top[] = {"format", "version", "saved_at", "world", "levels",
-                                      "entities", "timers", "tickables", NULL};
+        return tkd_perr_set(e, -32602, "$: must be an object");
+    static const char *const top[] = {"format",   "version", "saved_at",  "world", "levels",
+                                      "entities", "timers",  "tickables", NULL};
     if (tkd_p_keys(doc, "$", top, e))
         return -1;
     const char *fmt = NULL;
     OPT(tkd_p_str(doc, "format", "$", &fmt, e));
     if (fmt && strcmp(fmt, "tickd-snapshot") != 0)
-        return perr(e, -32602, "$.format: '%s' is not a tickd snapshot", fmt);
+        return tkd_perr_set(e, -32602, "$.format: '%s' is not a tickd snapshot", fmt);
     json_t *ver = json_object_get(doc, "version");
     if (!json_is_integer(ver))
-        return perr(e, -32602, "$.version: required (an integer)");
+        return tkd_perr_set(e, -32602, "$.version: required (an integer)");
     if (json_integer_value(ver) != TKD_SNAPSHOT_VERSION)
-        return perr(e, -32602, "$.version: unsupported snapshot version %lld (this tickd reads %d)",
-                    (long long)json_integer_value(ver), TKD_SNAPSHOT_VERSION);
+        return tkd_perr_set(e, -32602,
+                            "$.version: unsupported snapshot version %lld (this tickd reads %d)",
+                            (long long)json_integer_value(ver), TKD_SNAPSHOT_VERSION);
     /* world */
     json_t *w = NULL;
     OPT(tkd_p_obj(doc, "world", "$", &w, e));
     if (!w)
-        return perr(e, -32602, "$.world: required");
-    static const char *const wk[] = {"frame", "world_time", "unpaused_time", "real_time",
-                                     "time_dilation", "paused", "next_id", NULL};
+        return tkd_perr_set(e, -32602, "$.world: required");
+    static const char *const wk[] = {"frame",         "world_time", "unpaused_time", "real_time",
+                                     "time_dilation", "paused",     "next_id",       NULL};
     if (tkd_p_keys(w, "$.world", wk, e))
         return -1;
     in->dilation = 1.0;
@@ -487,17 +495,19 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
     OPT(tkd_p_arr(doc, "levels", "$", &levels, e));
     in->n_levels = levels ? json_array_size(levels) : 0;
     if (in->n_levels > TK_LEVEL_MAX)
-        return perr(e, -32602, "$.levels: at most %d levels", TK_LEVEL_MAX);
+        return tkd_perr_set(e, -32602, "$.levels: at most %d levels", TK_LEVEL_MAX);
     in->levels = tkd_arena_alloc(a, (in->n_levels + 1) * sizeof *in->levels);
     for (size_t i = 0; i < in->n_levels; i++) {
         json_t *v = json_array_get(levels, i);
         if (!json_is_string(v) || !valid_level_name(json_string_value(v)))
-            return perr(e, -32602, "$.levels[%zu]: must be a level name ([A-Za-z0-9_.-], 1..%d)",
-                        i, TK_LEVEL_NAME_MAX);
+            return tkd_perr_set(e, -32602,
+                                "$.levels[%zu]: must be a level name ([A-Za-z0-9_.-], 1..%d)", i,
+                                TK_LEVEL_NAME_MAX);
         in->levels[i] = json_string_value(v);
         for (size_t k = 0; k < i; k++)
             if (!strcmp(in->levels[k], in->levels[i]))
-                return perr(e, -32602, "$.levels[%zu]: '%s' is listed twice", i, in->levels[i]);
+                return tkd_perr_set(e, -32602, "$.levels[%zu]: '%s' is listed twice", i,
+                                    in->levels[i]);
     }
     /* entities */
     json_t *ents = NULL;
@@ -513,7 +523,7 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         in->sorted_ids[i] = in->ents[i].r.id;
         const char *lv = in->ents[i].r.level ? in->ents[i].r.level : "persistent";
         if (strcmp(lv, "persistent") != 0 && !has_level(in, lv))
-            return perr(e, -32602, "%s.level: '%s' is not in $.levels", p, lv);
+            return tkd_perr_set(e, -32602, "%s.level: '%s' is not in $.levels", p, lv);
     }
     if (in->n_ents > 1)
         qsort(in->sorted_ids, in->n_ents, sizeof *in->sorted_ids, id_cmp);
@@ -521,19 +531,19 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         if (in->sorted_ids[i] == in->sorted_ids[i - 1])
             for (size_t k = 0; k < in->n_ents; k++)
                 if (in->ents[k].r.id == in->sorted_ids[i])
-                    return perr(e, -32602, "$.entities[%zu].id: entity %llu appears twice", k,
-                                (unsigned long long)in->sorted_ids[i]);
+                    return tkd_perr_set(e, -32602, "$.entities[%zu].id: entity %llu appears twice",
+                                        k, (unsigned long long)in->sorted_ids[i]);
     if (in->n_ents && in->next_id <= in->sorted_ids[in->n_ents - 1])
         in->next_id = in->sorted_ids[in->n_ents - 1] + 1;
     if (in->n_ents > d->cfg.max_entities)
-        return perr(e, -32003, "$.entities: %zu entities exceed world.max_entities (%u)",
-                    in->n_ents, d->cfg.max_entities);
+        return tkd_perr_set(e, -32003, "$.entities: %zu entities exceed world.max_entities (%u)",
+                            in->n_ents, d->cfg.max_entities);
     for (size_t i = 0; i < in->n_ents; i++) {
         char p[64], err[TKS_ERR_MAX];
         snprintf(p, sizeof p, "$.entities[%zu]", i);
         int rc = tks_restore_check(d->sim, &in->ents[i].r, p, id_known, in, err);
         if (rc)
-            return perr(e, rc == TK_ENOENT ? -32602 : tkd_code_from_tk(rc), "%s", err);
+            return tkd_perr_set(e, rc == TK_ENOENT ? -32602 : tkd_code_from_tk(rc), "%s", err);
         char fp[160];
         snprintf(fp, sizeof fp, "%s.tick", p);
         if (check_prereqs(in, &in->ents[i].fn, fp, e) < 0)
@@ -553,20 +563,20 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         char p[64];
         snprintf(p, sizeof p, "$.timers[%zu]", i);
         json_t *t = json_array_get(timers, i);
-        static const char *const tk[] = {"handle", "rate", "loop", "status", "remaining",
-                                         "fired", "action", NULL};
+        static const char *const tk[] = {"handle",    "rate",  "loop",   "status",
+                                         "remaining", "fired", "action", NULL};
         if (!json_is_object(t))
-            return perr(e, -32602, "%s: must be an object", p);
+            return tkd_perr_set(e, -32602, "%s: must be an object", p);
         if (tkd_p_keys(t, p, tk, e))
             return -1;
         timer_in *ti = &in->timers[i];
         NEED(tkd_p_u64(t, "handle", p, 1, UINT64_MAX, &ti->handle, e), p, "handle");
         if ((ti->handle & TK_TIMER_MAX) == TK_TIMER_MAX || (ti->handle >> 24) == 0)
-            return perr(e, -32602, "%s.handle: not a timer handle", p);
+            return tkd_perr_set(e, -32602, "%s.handle: not a timer handle", p);
         for (size_t k = 0; k < i; k++)
             if ((in->timers[k].handle & TK_TIMER_MAX) == (ti->handle & TK_TIMER_MAX))
-                return perr(e, -32602, "%s.handle: the slot of handle %llu is used twice", p,
-                            (unsigned long long)ti->handle);
+                return tkd_perr_set(e, -32602, "%s.handle: the slot of handle %llu is used twice",
+                                    p, (unsigned long long)ti->handle);
         NEED(tkd_p_num(t, "rate", p, TKD_TIMER_MIN_RATE, 1e9, &ti->rate, e), p, "rate");
         OPT(tkd_p_bool(t, "loop", p, &ti->loop, e));
         const char *status = "active";
@@ -578,14 +588,14 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         else if (!strcmp(status, "paused"))
             ti->status = TK_TIMER_PAUSED;
         else
-            return perr(e, -32602, "%s.status: must be pending, active or paused", p);
+            return tkd_perr_set(e, -32602, "%s.status: must be pending, active or paused", p);
         NEED(tkd_p_num(t, "remaining", p, -1e12, 1e12, &ti->remaining, e), p, "remaining");
         OPT(tkd_p_u64(t, "fired", p, 0, UINT64_MAX, &ti->fired, e));
         json_t *act = json_object_get(t, "action");
         if (act && !json_is_null(act)) {
             char why[TKD_ERR_MAX];
             if (tkd_action_check(act, why, sizeof why) != 0)
-                return perr(e, -32602, "%s.action%s", p, why);
+                return tkd_perr_set(e, -32602, "%s.action%s", p, why);
             ti->action = act;
         }
     }
@@ -593,30 +603,32 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
     json_t *tks = NULL;
     OPT(tkd_p_arr(doc, "tickables", "$", &tks, e));
     in->n_tickables = tks ? json_array_size(tks) : 0;
-    in->tickables = in->n_tickables ? tkd_arena_alloc(a, in->n_tickables * sizeof *in->tickables) : NULL;
+    in->tickables =
+        in->n_tickables ? tkd_arena_alloc(a, in->n_tickables * sizeof *in->tickables) : NULL;
     for (size_t i = 0; i < in->n_tickables; i++) {
         char p[64];
         snprintf(p, sizeof p, "$.tickables[%zu]", i);
         json_t *t = json_array_get(tks, i);
-        static const char *const kk[] = {"id", "class", "tick_type", "enabled", "when_paused",
-                                         "ticks", "last_frame", "accum_dt", "props", NULL};
+        static const char *const kk[] = {"id",          "class", "tick_type",  "enabled",
+                                         "when_paused", "ticks", "last_frame", "accum_dt",
+                                         "props",       NULL};
         if (!json_is_object(t))
-            return perr(e, -32602, "%s: must be an object", p);
+            return tkd_perr_set(e, -32602, "%s: must be an object", p);
         if (tkd_p_keys(t, p, kk, e))
             return -1;
         tickable_in *ti = &in->tickables[i];
         NEED(tkd_p_u64(t, "id", p, 1, UINT64_MAX, &ti->id, e), p, "id");
         if ((uint32_t)ti->id == 0xffffffffu || (ti->id >> 32) == 0)
-            return perr(e, -32602, "%s.id: not a tickable id", p);
+            return tkd_perr_set(e, -32602, "%s.id: not a tickable id", p);
         for (size_t k = 0; k < i; k++)
             if ((uint32_t)in->tickables[k].id == (uint32_t)ti->id)
-                return perr(e, -32602, "%s.id: the slot of id %llu is used twice", p,
-                            (unsigned long long)ti->id);
+                return tkd_perr_set(e, -32602, "%s.id: the slot of id %llu is used twice", p,
+                                    (unsigned long long)ti->id);
         NEED(tkd_p_str(t, "class", p, &ti->cls, e), p, "class");
         const char *tt = "conditional";
         OPT(tkd_p_str(t, "tick_type", p, &tt, e));
         if (tk_tickable_type_parse(tt, &ti->type) != 0)
-            return perr(e, -32602, "%s.tick_type: must be always, conditional or never", p);
+            return tkd_perr_set(e, -32602, "%s.tick_type: must be always, conditional or never", p);
         ti->enabled = true;
         OPT(tkd_p_bool(t, "enabled", p, &ti->enabled, e));
         OPT(tkd_p_bool(t, "when_paused", p, &ti->when_paused, e));
@@ -642,7 +654,7 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         char err[TKS_ERR_MAX];
         int rc = tks_restore_check(d->sim, &probe, p, id_known, in, err);
         if (rc)
-            return perr(e, -32602, "%s", err);
+            return tkd_perr_set(e, -32602, "%s", err);
     }
     return 0;
 }
@@ -701,7 +713,8 @@ static int apply(tkd *d, const doc_in *in, char *err, size_t errlen)
     tk_world_set_paused(d->world, in->paused);
     char serr[TKS_ERR_MAX];
     for (size_t i = 0; i < in->n_levels; i++) {
-        if (strcmp(in->levels[i], "persistent") != 0 && tks_level_add(d->sim, in->levels[i], serr)) {
+        if (strcmp(in->levels[i], "persistent") != 0 &&
+            tks_level_add(d->sim, in->levels[i], serr)) {
             snprintf(err, errlen, "$.levels[%zu]: %s", i, serr);
             return -32603;
         }
@@ -770,9 +783,13 @@ static json_t *info_json(const char *path, size_t bytes, const json_t *doc)
     json_t *o = json_object();
     json_object_set_new(o, "path", json_string(path));
     json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
-    json_object_set_new(o, "entities", json_integer((json_int_t)json_array_size(json_object_get(doc, "entities"))));
-    json_object_set_new(o, "timers", json_integer((json_int_t)json_array_size(json_object_get(doc, "timers"))));
-    json_object_set_new(o, "tickables", json_integer((json_int_t)json_array_size(json_object_get(doc, "tickables"))));
+    json_object_set_new(
+        o, "entities", json_integer((json_int_t)json_array_size(json_object_get(doc, "entities"))));
+    json_object_set_new(o, "timers",
+                        json_integer((json_int_t)json_array_size(json_object_get(doc, "timers"))));
+    json_object_set_new(
+        o, "tickables",
+        json_integer((json_int_t)json_array_size(json_object_get(doc, "tickables"))));
     return o;
 }
 

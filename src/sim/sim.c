@@ -898,26 +898,34 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
 
 /* ---- creating objects -------------------------------------------------------------- */
 
+/* Store a number, count, id or bool prop into its state field `f`. */
+static void store_scalar(const tks_prop_desc *d, unsigned char *f, double num, bool b)
+{
+    switch (d->type) {
+    case TKS_PROP_NUMBER:
+        *(double *)f = num;
+        break;
+    case TKS_PROP_COUNT:
+    case TKS_PROP_ID:
+        *(uint64_t *)f = (uint64_t)num;
+        break;
+    case TKS_PROP_BOOL:
+        *(bool *)f = b;
+        break;
+    case TKS_PROP_SPAWN:
+        break;
+    }
+}
+
 static void set_default_props(const tks_class *c, void *state)
 {
     for (size_t i = 0; i < c->p->n_props; i++) {
         const tks_prop_desc *d = &c->p->props[i];
         unsigned char *f = (unsigned char *)state + d->offset;
-        switch (d->type) {
-        case TKS_PROP_NUMBER:
-            *(double *)f = d->def;
-            break;
-        case TKS_PROP_COUNT:
-        case TKS_PROP_ID:
-            *(uint64_t *)f = (uint64_t)d->def;
-            break;
-        case TKS_PROP_BOOL:
-            *(bool *)f = d->def != 0;
-            break;
-        case TKS_PROP_SPAWN:
+        if (d->type == TKS_PROP_SPAWN)
             memset(f, 0, sizeof(tkp_spawn_ref));
-            break;
-        }
+        else
+            store_scalar(d, f, d->def, d->def != 0);
     }
 }
 
@@ -927,25 +935,14 @@ static void apply_props(const tks_class *c, void *state, const tks_prop_kv *kv, 
     for (size_t i = 0; i < n; i++) {
         const tks_prop_desc *d = find_prop(c, kv[i].key);
         unsigned char *f = (unsigned char *)state + d->offset;
-        switch (d->type) {
-        case TKS_PROP_NUMBER:
-            *(double *)f = kv[i].v.num;
-            break;
-        case TKS_PROP_COUNT:
-        case TKS_PROP_ID:
-            *(uint64_t *)f = (uint64_t)kv[i].v.num;
-            break;
-        case TKS_PROP_BOOL:
-            *(bool *)f = kv[i].v.b;
-            break;
-        case TKS_PROP_SPAWN: {
-            tkp_spawn_ref *ref = (tkp_spawn_ref *)f;
-            tks_spawn_req_free(ref->tmpl);
-            ref->tmpl = kv[i].v.self || !kv[i].v.spawn ? NULL : tks_spawn_req_clone(kv[i].v.spawn);
-            ref->self = kv[i].v.self;
-            break;
+        if (d->type != TKS_PROP_SPAWN) {
+            store_scalar(d, f, kv[i].v.num, kv[i].v.b);
+            continue;
         }
-        }
+        tkp_spawn_ref *ref = (tkp_spawn_ref *)f;
+        tks_spawn_req_free(ref->tmpl);
+        ref->tmpl = kv[i].v.self || !kv[i].v.spawn ? NULL : tks_spawn_req_clone(kv[i].v.spawn);
+        ref->self = kv[i].v.self;
     }
 }
 

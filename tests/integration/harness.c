@@ -372,6 +372,18 @@ void tkit_cleanup(void)
     }
 }
 
+int tkit_run(Suite *(*make)(void))
+{
+    tkit_init();
+    SRunner *sr = srunner_create(make());
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    tkit_cleanup();
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 static const char *base(const char *file, int line)
 {
     if (!base_dir[0])

@@ -21,8 +21,8 @@
  * --errors-for-leak-kinds=definite -q` and every deadline is 20 times
  * longer.
  *
- * Processes and cleanup.  main() calls tkit_init() before running its suite
- * and tkit_cleanup() after: tkit_init() creates one base directory
+ * Processes and cleanup.  main() runs its suite through tkit_run(), which
+ * calls tkit_init() before and tkit_cleanup() after: tkit_init() creates one base directory
  * /tmp/tickd-it-XXXXXX under which every daemon gets its own directory
  * (mkdtemp), and tkit_cleanup() removes the whole tree, so nothing is left
  * behind even by a test that failed half-way (Check's fork mode ends a
@@ -98,6 +98,11 @@ typedef struct tkit_opts {
 void tkit_init(void);
 /* Remove the base directory tree (only in the process that created it). */
 void tkit_cleanup(void);
+
+/* A whole test program: tkit_init(), the suite make() builds run with each
+ * test in its own process, tkit_cleanup(); the exit status for main(). */
+struct Suite;
+int tkit_run(struct Suite *(*make)(void));
 /* `seconds` scaled for the environment (x20 under valgrind). */
 double tkit_scale(double seconds);
 /* True when the daemon runs under valgrind. */

@@ -259,9 +259,8 @@ START_TEST(snapshot_kill_during_autosave_keeps_previous)
 }
 END_TEST
 
-int main(void)
+static Suite *snapshot_suite(void)
 {
-    tkit_init();
     Suite *s = suite_create("snapshot");
     TCase *tc = tcase_create("snapshot");
     tcase_set_timeout(tc, 120);
@@ -271,10 +270,7 @@ int main(void)
     tcase_add_test(tc, snapshot_timer_ties_follow_handles);
     tcase_add_test(tc, snapshot_kill_during_autosave_keeps_previous);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    tkit_cleanup();
-    return failed ? 1 : 0;
+    return s;
 }
+
+int main(void) { return tkit_run(snapshot_suite); }

@@ -1295,14 +1295,4 @@ static Suite *systemd_suite(void)
     return s;
 }
 
-int main(void)
-{
-    tkit_init();
-    SRunner *sr = srunner_create(systemd_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    tkit_cleanup();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tkit_run(systemd_suite); }
