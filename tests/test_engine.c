@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "tickd/tickd.h"
+#include "check_main.h"
 
 static uint64_t g_now;          /* fake monotonic ns */
 static uint64_t g_waits[64];    /* deadlines the hook was asked for */
@@ -256,7 +257,7 @@ START_TEST(engine_unpaced_sprint)
 }
 END_TEST
 
-int main(void)
+static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
     TCase *tc = tcase_create("loop");
@@ -270,9 +271,7 @@ int main(void)
     tcase_add_test(tc, engine_invalid_settings);
     tcase_add_test(tc, engine_unpaced_sprint);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }
+
+TK_CHECK_MAIN(engine_suite)

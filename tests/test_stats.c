@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "tickd/engine.h"
+#include "check_main.h"
 
 #define NS_S 1000000000ull
 #define NS_MS 1000000ull
@@ -302,12 +303,4 @@ static Suite *stats_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(stats_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TK_CHECK_MAIN(stats_suite)

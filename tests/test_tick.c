@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tickd/tickd.h"
+#include "check_main.h"
 
 /* ---- harness -------------------------------------------------------------- */
 
@@ -1087,11 +1088,4 @@ static Suite *tick_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(tick_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+TK_CHECK_MAIN(tick_suite)

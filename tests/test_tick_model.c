@@ -31,6 +31,7 @@
 #include "../bench/ue_model.c"
 
 #include "tickd/tickd.h"
+#include "check_main.h"
 
 #define NS_PER_MS 1000000ull
 
@@ -1749,11 +1750,4 @@ static Suite *tick_model_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(tick_model_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TK_CHECK_MAIN(tick_model_suite)

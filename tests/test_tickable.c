@@ -11,6 +11,7 @@
 #include "tickd/error.h"
 #include "tickd/tickable.h"
 #include "tickd/world.h"
+#include "check_main.h"
 
 static tk_engine_t *make_engine(double fixed_dt)
 {
@@ -601,12 +602,4 @@ static Suite *tickable_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(tickable_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TK_CHECK_MAIN(tickable_suite)

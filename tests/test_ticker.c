@@ -13,6 +13,7 @@
 #include "tickd/error.h"
 #include "tickd/tickable.h"
 #include "tickd/world.h"
+#include "check_main.h"
 
 /* A probe: the passes on which it fired, the dt it got, and an action. */
 typedef struct probe {
@@ -420,12 +421,4 @@ static Suite *ticker_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(ticker_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TK_CHECK_MAIN(ticker_suite)

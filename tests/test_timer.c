@@ -25,6 +25,7 @@
 #include "tickd/error.h"
 #include "tickd/timer.h"
 #include "tickd/world.h"
+#include "check_main.h"
 
 #define TOL 1e-9
 
@@ -1752,12 +1753,4 @@ static Suite *timer_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(timer_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TK_CHECK_MAIN(timer_suite)

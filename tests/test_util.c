@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tickd/tickd.h"
+#include "check_main.h"
 
 START_TEST(util_error_list)
 {
@@ -97,7 +98,7 @@ START_TEST(util_clock)
 }
 END_TEST
 
-int main(void)
+static Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("util");
@@ -106,9 +107,7 @@ int main(void)
     tcase_add_test(tc, util_alloc_fault_injection);
     tcase_add_test(tc, util_clock);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }
+
+TK_CHECK_MAIN(util_suite)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tickd/tickd.h"
+#include "check_main.h"
 
 static tk_engine_t *E;
 static tk_world_t *W;
@@ -140,7 +141,7 @@ START_TEST(world_frame_stats)
 }
 END_TEST
 
-int main(void)
+static Suite *world_suite(void)
 {
     Suite *s = suite_create("world");
     TCase *tc = tcase_create("world");
@@ -153,9 +154,7 @@ int main(void)
     tcase_add_test(tc, world_unpause_drops_pending_steps);
     tcase_add_test(tc, world_frame_stats);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }
+
+TK_CHECK_MAIN(world_suite)

@@ -16,6 +16,7 @@
 
 #include "../../src/daemon/config.h"
 #include "tickd/error.h"
+#include "../check_main.h"
 
 #define SHIPPED "config/tickd.ini"
 
@@ -1005,12 +1006,4 @@ static Suite *config_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(config_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TK_CHECK_MAIN(config_suite)

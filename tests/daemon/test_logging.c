@@ -20,6 +20,7 @@
 
 #include "../../src/daemon/logging.h"
 #include "tickd/log.h"
+#include "../check_main.h"
 
 /* 2026-11-21T22:37:59Z */
 #define T_2026_11_21 1795300679
@@ -381,12 +382,4 @@ static Suite *logging_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(logging_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TK_CHECK_MAIN(logging_suite)

@@ -12,6 +12,7 @@
 #include "tickd/error.h"
 
 #include "../../src/daemon/rpc.h"
+#include "../check_main.h"
 
 static tkd_rpc_msg parse(const char *s, size_t max_batch)
 {
@@ -493,12 +494,4 @@ static Suite *rpc_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(rpc_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TK_CHECK_MAIN(rpc_suite)

@@ -33,6 +33,7 @@
 
 #include "../../src/daemon/rpc.h"
 #include "../../src/daemon/server.h"
+#include "../check_main.h"
 
 #define MAX_PASSES 20000 /* loop passes before a wait gives up */
 
@@ -1484,12 +1485,4 @@ static Suite *server_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(server_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TK_CHECK_MAIN(server_suite)

@@ -1,0 +1,22 @@
+/*
+ * check_main.h - the main() of a unit test program: its suite, each test in
+ * its own process (a crash fails one test, not the run).
+ */
+#ifndef TICKD_TESTS_CHECK_MAIN_H
+#define TICKD_TESTS_CHECK_MAIN_H
+
+#include <check.h>
+#include <stdlib.h>
+
+#define TK_CHECK_MAIN(make_suite)                                                                  \
+    int main(void)                                                                                 \
+    {                                                                                              \
+        SRunner *sr = srunner_create(make_suite());                                                \
+        srunner_set_fork_status(sr, CK_FORK);                                                      \
+        srunner_run_all(sr, CK_NORMAL);                                                            \
+        int failed = srunner_ntests_failed(sr);                                                    \
+        srunner_free(sr);                                                                          \
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;                                               \
+    }
+
+#endif
