@@ -2,10 +2,10 @@
  * tickable.c - tickable objects (tickd/tickable.h; Unreal's
  * FTickableGameObject, UE-SEMANTICS 5).
  *
- * The registry is a slot array (ids are slot index + generation, so a stale
- * id is detected in O(1)) threaded by a doubly linked list in the order the
- * tickables were added.  Add and remove are O(1); a pass walks the list and
- * costs one branch per tickable that does not tick.
+ * The registry is an ordered slab (oslab_int.h): ids are slot index +
+ * generation, so a stale id is detected in O(1), and the slots are threaded
+ * in the order the tickables were added.  Add and remove are O(1); a pass
+ * walks the list and costs one branch per tickable that does not tick.
  *
  * Mid-pass changes (a callback may add, remove or change any tickable,
  * including itself) never disturb the current iteration:
@@ -20,7 +20,7 @@
  *     change to an entry not yet reached affects the current pass (as
  *     Unreal's SetTickableTickType).
  * No memory is allocated by a pass; the slot array grows only in
- * tk_tickable_add.
+ * tk_tickable_add and tk_tickable_restore.
  *
  * What this module deliberately is not: it has no world-less tickables (every
  * tickable belongs to its world and ticks with the world's dilated dt), no
@@ -33,39 +33,25 @@
 #include "tickd/error.h"
 #include "tickd/tickable.h"
 #include "tickable_int.h"
+#include "oslab_int.h"
 
-#define NIL UINT32_MAX          /* "no slot" in the lists below */
-
-enum slot_state {
-    SLOT_FREE = 0,              /* on the free list                       */
-    SLOT_LIVE = 1,              /* registered                             */
-    SLOT_DOOMED = 2             /* removed during a pass, still linked    */
-};
+#define NIL TK__OSLAB_NIL
 
 typedef struct slot {
+    tk__oslab_link l;           /* first: gen, order, state               */
+    uint8_t type;               /* tk_tickable_type                       */
+    bool enabled;               /* IsTickable(), for CONDITIONAL          */
+    bool when_paused;           /* IsTickableWhenPaused()                 */
     tk_tickable_fn fn;          /* callback                               */
     void *ud;                   /* its user data                          */
     void (*free_ud)(void *ud);  /* called once when released; may be NULL */
     uint64_t ticks;             /* times ticked                           */
     uint64_t last_frame;        /* w->frame of the last tick; 0 if never  */
     double accum_dt;            /* s, sum of the dt handed to it          */
-    uint32_t gen;               /* generation, never 0; bumped on release */
-    uint32_t prev, next;        /* order list (next: free list if FREE)   */
-    uint32_t pend_next;         /* doomed list, while SLOT_DOOMED         */
-    uint8_t type;               /* tk_tickable_type                       */
-    uint8_t state;              /* enum slot_state                        */
-    bool enabled;               /* IsTickable(), for CONDITIONAL          */
-    bool when_paused;           /* IsTickableWhenPaused()                 */
 } slot;
 
 struct tk__tickables {
-    slot *slots;                /* slot array                             */
-    size_t cap;                 /* slots allocated                        */
-    uint32_t used;              /* slots ever handed out (high water)     */
-    uint32_t head, tail;        /* order list, NIL when empty             */
-    uint32_t free_head;         /* free slots, LIFO                       */
-    uint32_t pend_head, pend_tail; /* doomed slots, in removal order      */
-    size_t live;                /* registered, not removed                */
+    tk__oslab s;                /* the slots                              */
     bool in_pass;               /* inside tk__tickables_tick              */
 };
 
@@ -91,50 +77,16 @@ int tk_tickable_type_parse(const char *s, tk_tickable_type *out)
     return TK_EINVAL;
 }
 
-static inline tk_tickable_id make_id(uint32_t idx, uint32_t gen)
-{
-    return ((uint64_t)gen << 32) | idx;
-}
+/* tk__oslab_at with a constant stride (elem is sizeof(slot)): passes are hot. */
+static slot *slot_at(const struct tk__tickables *t, uint32_t i) { return (slot *)t->s.base + i; }
 
-/* The slot of a registered (live) tickable, or NULL for an unknown, stale or
- * removed id. */
-static slot *lookup(const struct tk__tickables *t, tk_tickable_id id)
+/* The live slot `id` names; NULL, with the world's error set, if none. */
+static slot *find(tk_world_t *w, tk_tickable_id id)
 {
-    uint32_t idx = (uint32_t)id;
-    uint32_t gen = (uint32_t)(id >> 32);
-    if (gen == 0 || idx >= t->used)
-        return NULL;
-    slot *s = &t->slots[idx];
-    if (s->gen != gen || s->state != SLOT_LIVE)
-        return NULL;
+    slot *s = tk__oslab_lookup(&w->tickables->s, id);
+    if (!s)
+        tk__world_error(w, TK_ENOENT, "tickable %llu not found", (unsigned long long)id);
     return s;
-}
-
-static void unlink_slot(struct tk__tickables *t, uint32_t idx)
-{
-    slot *s = &t->slots[idx];
-    if (s->prev != NIL)
-        t->slots[s->prev].next = s->next;
-    else
-        t->head = s->next;
-    if (s->next != NIL)
-        t->slots[s->next].prev = s->prev;
-    else
-        t->tail = s->prev;
-    s->prev = s->next = NIL;
-}
-
-/* Put an unlinked slot back on the free list; its id goes stale. */
-static void release_slot(struct tk__tickables *t, uint32_t idx)
-{
-    slot *s = &t->slots[idx];
-    s->state = SLOT_FREE;
-    s->fn = NULL;
-    s->ud = NULL;
-    s->free_ud = NULL;
-    s->gen = s->gen + 1 ? s->gen + 1 : 1;
-    s->next = t->free_head;
-    t->free_head = idx;
 }
 
 /*
@@ -143,10 +95,9 @@ static void release_slot(struct tk__tickables *t, uint32_t idx)
  */
 static void destroy_now(struct tk__tickables *t, uint32_t idx)
 {
-    void *ud = t->slots[idx].ud;
-    void (*free_ud)(void *) = t->slots[idx].free_ud;
-    unlink_slot(t, idx);
-    release_slot(t, idx);
+    void *ud = slot_at(t, idx)->ud;
+    void (*free_ud)(void *) = slot_at(t, idx)->free_ud;
+    tk__oslab_release(&t->s, idx);
     if (free_ud)
         free_ud(ud);
 }
@@ -154,9 +105,7 @@ static void destroy_now(struct tk__tickables *t, uint32_t idx)
 struct tk__tickables *tk__tickables_new(void)
 {
     struct tk__tickables *t = tk_calloc(1, sizeof *t);
-    t->head = t->tail = NIL;
-    t->free_head = NIL;
-    t->pend_head = t->pend_tail = NIL;
+    tk__oslab_init(&t->s, sizeof(slot));
     return t;
 }
 
@@ -172,18 +121,35 @@ void tk__tickables_free(tk_world_t *w, struct tk__tickables *t)
     TK_ASSERT(!t->in_pass);
     /* Pop from the head each time: a free_ud that adds or removes tickables
      * leaves the list consistent for the next iteration. */
-    while (t->head != NIL)
-        destroy_now(t, t->head);
-    tk_free(t->slots);
+    while (t->s.head != NIL)
+        destroy_now(t, t->s.head);
+    tk__oslab_deinit(&t->s);
     tk_free(t);
 }
 
-/*
- * Register a tickable.  Validates the whole desc first (fn required, type in
- * range); TK_ENOMEM if the slot array cannot grow, TK_ELIMIT past 2^32 - 1
- * slots.  `out` may be NULL.  Called during a pass, the tickable first ticks
- * in the next pass.
- */
+/* The second half of add and restore: a slot for a validated desc, at `id`
+ * if it is not 0 (restore, with counters) or after the tail. */
+static int add_slot(tk_world_t *w, const tk_tickable_desc *d, tk_tickable_id id, uint64_t ticks,
+                    uint64_t last_frame, double accum_dt, tk_tickable_id *out)
+{
+    struct tk__tickables *t = w->tickables;
+    uint32_t idx = (uint32_t)id;
+    int rc = id ? tk__oslab_add_at(&t->s, id) : tk__oslab_add(&t->s, &idx);
+    if (rc == TK_EEXIST)
+        return tk__world_error(w, rc, "tickable id %llu is taken", (unsigned long long)id);
+    if (rc == TK_ELIMIT)
+        return tk__world_error(w, rc, "too many tickables");
+    if (rc)
+        return tk__world_error(w, rc, "no memory for a tickable");
+    slot *s = slot_at(t, idx);
+    *s = (slot){.l = s->l, .type = (uint8_t)d->type, .enabled = d->enabled,
+                .when_paused = d->when_paused, .fn = d->fn, .ud = d->ud, .free_ud = d->free_ud,
+                .ticks = ticks, .last_frame = last_frame, .accum_dt = accum_dt};
+    if (out)
+        *out = tk__oslab_id(&t->s, idx);
+    return 0;
+}
+
 /*
  * Snapshot restore: add a tickable under a given id (its slot must be free),
  * with its counters.  Between passes only.  The order of restored tickables
@@ -193,58 +159,25 @@ int tk_tickable_restore(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable
                         uint64_t ticks, uint64_t last_frame, double accum_dt)
 {
     struct tk__tickables *t = w->tickables;
-    uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
     if (!desc || !desc->fn || (unsigned)desc->type > TK_TICKABLE_NEVER)
         return tk__world_error(w, TK_EINVAL, "invalid tickable desc");
-    if (gen == 0 || idx == NIL)
+    if ((uint32_t)(id >> 32) == 0 || (uint32_t)id == NIL)
         return tk__world_error(w, TK_EINVAL, "invalid tickable id");
     if (t->in_pass)
         return tk__world_error(w, TK_ESTATE, "tickables cannot be restored during a pass");
     if (!isfinite(accum_dt) || accum_dt < 0)
         return tk__world_error(w, TK_EINVAL, "accum_dt must be a finite number >= 0");
-    if (idx < t->used) {
-        if (t->slots[idx].state != SLOT_FREE)
-            return tk__world_error(w, TK_EEXIST, "tickable id %llu is taken",
-                                   (unsigned long long)id);
-        /* Take it off the free list. */
-        uint32_t *pp = &t->free_head;
-        while (*pp != NIL && *pp != idx)
-            pp = &t->slots[*pp].next;
-        if (*pp != idx)
-            return tk__world_error(w, TK_ESTATE, "tickable slot %u is not free", idx);
-        *pp = t->slots[idx].next;
-    } else {
-        if (tk__try_grow((void **)&t->slots, &t->cap, (size_t)idx + 1, sizeof *t->slots) < 0)
-            return tk__world_error(w, TK_ENOMEM, "no memory for a tickable");
-        /* Slots skipped over become free ones. */
-        for (uint32_t k = t->used; k < idx; k++) {
-            memset(&t->slots[k], 0, sizeof t->slots[k]);
-            t->slots[k].gen = 1;
-            t->slots[k].state = SLOT_FREE;
-            t->slots[k].next = t->free_head;
-            t->free_head = k;
-        }
-        t->used = idx + 1;
-    }
-    /* Put it at the head of the free list with the wanted generation: the
-     * normal add path pops it and keeps that generation. */
-    t->slots[idx].gen = gen;
-    t->slots[idx].next = t->free_head;
-    t->free_head = idx;
-    tk_tickable_id got;
-    int rc = tk_tickable_add(w, desc, &got);
-    if (rc)
-        return rc;
-    slot *sl = &t->slots[idx];
-    sl->ticks = ticks;
-    sl->last_frame = last_frame;
-    sl->accum_dt = accum_dt;
-    return 0;
+    return add_slot(w, desc, id, ticks, last_frame, accum_dt, NULL);
 }
 
+/*
+ * Register a tickable.  Validates the whole desc first (fn required, type in
+ * range); TK_ENOMEM if the slot array cannot grow, TK_ELIMIT past 2^32 - 1
+ * slots.  `out` may be NULL.  Called during a pass, the tickable first ticks
+ * in the next pass.
+ */
 int tk_tickable_add(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id *out)
 {
-    struct tk__tickables *t = w->tickables;
     if (!desc)
         return tk__world_error(w, TK_EINVAL, "tickable desc is NULL");
     if (!desc->fn)
@@ -252,44 +185,7 @@ int tk_tickable_add(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id 
     if ((unsigned)desc->type > TK_TICKABLE_NEVER)
         return tk__world_error(w, TK_EINVAL, "tickable type %d is not always, "
                                "conditional or never", (int)desc->type);
-
-    uint32_t idx;
-    if (t->free_head != NIL) {
-        idx = t->free_head;
-        t->free_head = t->slots[idx].next;
-    } else {
-        if (t->used == NIL)
-            return tk__world_error(w, TK_ELIMIT, "too many tickables");
-        if (tk__try_grow((void **)&t->slots, &t->cap, (size_t)t->used + 1,
-                         sizeof *t->slots) < 0)
-            return tk__world_error(w, TK_ENOMEM, "no memory for a tickable");
-        idx = t->used++;
-        t->slots[idx].gen = 1;
-    }
-
-    slot *s = &t->slots[idx];
-    uint32_t gen = s->gen;
-    memset(s, 0, sizeof *s);
-    s->gen = gen;
-    s->fn = desc->fn;
-    s->ud = desc->ud;
-    s->free_ud = desc->free_ud;
-    s->type = (uint8_t)desc->type;
-    s->enabled = desc->enabled;
-    s->when_paused = desc->when_paused;
-    s->state = SLOT_LIVE;
-    s->pend_next = NIL;
-    s->next = NIL;
-    s->prev = t->tail;
-    if (t->tail != NIL)
-        t->slots[t->tail].next = idx;
-    else
-        t->head = idx;
-    t->tail = idx;
-    t->live++;
-    if (out)
-        *out = make_id(idx, gen);
-    return 0;
+    return add_slot(w, desc, 0, 0, 0, 0, out);
 }
 
 /*
@@ -301,44 +197,29 @@ int tk_tickable_add(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id 
 int tk_tickable_remove(tk_world_t *w, tk_tickable_id id)
 {
     struct tk__tickables *t = w->tickables;
-    slot *s = lookup(t, id);
-    if (!s)
-        return tk__world_error(w, TK_ENOENT, "tickable %llu not found",
-                               (unsigned long long)id);
-    uint32_t idx = (uint32_t)id;
-    t->live--;
-    if (!t->in_pass) {
-        destroy_now(t, idx);
-        return 0;
-    }
-    s->state = SLOT_DOOMED;
-    s->pend_next = NIL;
-    if (t->pend_tail != NIL)
-        t->slots[t->pend_tail].pend_next = idx;
+    if (!find(w, id))
+        return TK_ENOENT;
+    if (t->in_pass)
+        tk__oslab_doom(&t->s, (uint32_t)id);
     else
-        t->pend_head = idx;
-    t->pend_tail = idx;
+        destroy_now(t, (uint32_t)id);
     return 0;
 }
 
 int tk_tickable_set_enabled(tk_world_t *w, tk_tickable_id id, bool enabled)
 {
-    slot *s = lookup(w->tickables, id);
-    if (!s)
-        return tk__world_error(w, TK_ENOENT, "tickable %llu not found",
-                               (unsigned long long)id);
-    s->enabled = enabled;
-    return 0;
+    slot *s = find(w, id);
+    if (s)
+        s->enabled = enabled;
+    return s ? 0 : TK_ENOENT;
 }
 
 int tk_tickable_set_when_paused(tk_world_t *w, tk_tickable_id id, bool when_paused)
 {
-    slot *s = lookup(w->tickables, id);
-    if (!s)
-        return tk__world_error(w, TK_ENOENT, "tickable %llu not found",
-                               (unsigned long long)id);
-    s->when_paused = when_paused;
-    return 0;
+    slot *s = find(w, id);
+    if (s)
+        s->when_paused = when_paused;
+    return s ? 0 : TK_ENOENT;
 }
 
 /* Change the type in place (a NEVER tickable stays registered). */
@@ -347,35 +228,28 @@ int tk_tickable_set_type(tk_world_t *w, tk_tickable_id id, tk_tickable_type type
     if ((unsigned)type > TK_TICKABLE_NEVER)
         return tk__world_error(w, TK_EINVAL, "tickable type %d is not always, "
                                "conditional or never", (int)type);
-    slot *s = lookup(w->tickables, id);
-    if (!s)
-        return tk__world_error(w, TK_ENOENT, "tickable %llu not found",
-                               (unsigned long long)id);
-    s->type = (uint8_t)type;
-    return 0;
+    slot *s = find(w, id);
+    if (s)
+        s->type = (uint8_t)type;
+    return s ? 0 : TK_ENOENT;
 }
 
 int tk_tickable_get(const tk_world_t *w, tk_tickable_id id, tk_tickable_info *out)
 {
     if (!out)
         return TK_EINVAL;
-    const slot *s = lookup(w->tickables, id);
+    const slot *s = tk__oslab_lookup(&w->tickables->s, id);
     if (!s)
         return TK_ENOENT;
-    out->id = id;
-    out->type = (tk_tickable_type)s->type;
-    out->enabled = s->enabled;
-    out->when_paused = s->when_paused;
-    out->ticks = s->ticks;
-    out->last_frame = s->last_frame;
-    out->accum_dt = s->accum_dt;
-    out->ud = s->ud;
+    *out = (tk_tickable_info){.id = id, .type = (tk_tickable_type)s->type, .enabled = s->enabled,
+                              .when_paused = s->when_paused, .ticks = s->ticks,
+                              .last_frame = s->last_frame, .accum_dt = s->accum_dt, .ud = s->ud};
     return 0;
 }
 
 size_t tk_tickable_count(const tk_world_t *w)
 {
-    return w->tickables->live;
+    return w->tickables->s.live;
 }
 
 /*
@@ -387,22 +261,18 @@ size_t tk_tickable_count(const tk_world_t *w)
 bool tk_tickable_next(const tk_world_t *w, uint64_t *cursor, tk_tickable_id *out)
 {
     const struct tk__tickables *t = w->tickables;
-    uint32_t i;
-    if (*cursor == 0) {
-        i = t->head;
-    } else {
-        uint32_t idx = (uint32_t)*cursor;
-        uint32_t gen = (uint32_t)(*cursor >> 32);
-        if (idx >= t->used || t->slots[idx].gen != gen ||
-            t->slots[idx].state == SLOT_FREE)
+    uint32_t i = t->s.head, idx = (uint32_t)*cursor;
+    if (*cursor != 0) {
+        if (idx >= t->s.used || tk__oslab_id(&t->s, idx) != *cursor ||
+            slot_at(t, idx)->l.state == TK__OSLAB_FREE)
             return false;
-        i = t->slots[idx].next;
+        i = slot_at(t, idx)->l.next;
     }
-    while (i != NIL && t->slots[i].state != SLOT_LIVE)
-        i = t->slots[i].next;
+    while (i != NIL && slot_at(t, i)->l.state != TK__OSLAB_LIVE)
+        i = slot_at(t, i)->l.next;
     if (i == NIL)
         return false;
-    *cursor = make_id(i, t->slots[i].gen);
+    *cursor = tk__oslab_id(&t->s, i);
     if (out)
         *out = *cursor;
     return true;
@@ -429,17 +299,17 @@ uint64_t tk__tickables_tick(tk_world_t *w, float dt, bool paused)
 {
     struct tk__tickables *t = w->tickables;
     TK_ASSERT(!t->in_pass);
-    if (t->head == NIL)
+    if (t->s.head == NIL)
         return 0;
 
     uint64_t n = 0;
-    uint32_t last = t->tail;
+    uint32_t last = t->s.tail;
     t->in_pass = true;
-    for (uint32_t i = t->head;;) {
+    for (uint32_t i = t->s.head;;) {
         /* Re-read the slot by index every time: a callback may grow (move)
          * the array.  Nothing is unlinked during the pass. */
-        slot *s = &t->slots[i];
-        if (s->state == SLOT_LIVE && wants_tick(s, paused)) {
+        slot *s = slot_at(t, i);
+        if (s->l.state == TK__OSLAB_LIVE && wants_tick(s, paused)) {
             s->ticks++;
             s->last_frame = w->frame;
             s->accum_dt += (double)dt;
@@ -448,19 +318,14 @@ uint64_t tk__tickables_tick(tk_world_t *w, float dt, bool paused)
         }
         if (i == last)
             break;
-        i = t->slots[i].next;
+        i = slot_at(t, i)->l.next;
         TK_ASSERT(i != NIL);
     }
     t->in_pass = false;
 
     /* Release the tickables removed during the pass, in removal order.  A
      * free_ud may use the API freely: the pass is over. */
-    while (t->pend_head != NIL) {
-        uint32_t idx = t->pend_head;
-        t->pend_head = t->slots[idx].pend_next;
-        if (t->pend_head == NIL)
-            t->pend_tail = NIL;
-        destroy_now(t, idx);
-    }
+    for (uint32_t i; (i = tk__oslab_pop_doomed(&t->s)) != NIL;)
+        destroy_now(t, i);
     return n;
 }

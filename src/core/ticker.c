@@ -2,9 +2,9 @@
  * ticker.c - the engine's core ticker (tickd/ticker.h; Unreal's FTSTicker,
  * UE-SEMANTICS 6).
  *
- * Delegates live in a slot array (handles are slot index + generation, so a
- * stale handle is detected in O(1)) threaded by a doubly linked list in the
- * order they were added.  A pass (tk__ticker_tick):
+ * Delegates live in an ordered slab (oslab_int.h): handles are slot index +
+ * generation, so a stale handle is detected in O(1), and the slots are
+ * threaded in the order the delegates were added.  A pass (tk__ticker_tick):
  *   1. returns at once if no delegate is registered: the ticker's time does
  *      not advance (Unreal's "if empty, return without advancing");
  *   2. time += dt;
@@ -15,8 +15,9 @@
  *      if it returns true, is rescheduled to time + delay (no catch-up: the
  *      skew accumulates, as in Unreal), otherwise removed.
  * Removal during a pass (tk_ticker_remove, including a delegate removing
- * itself from its callback, or a false return) marks the delegate; the list
- * is only unlinked after the pass, so the walk is never disturbed.
+ * itself from its callback, or a false return) dooms the delegate; the list
+ * is only unlinked after the pass (in removal order), so the walk is never
+ * disturbed.
  *
  * Time is kept in integer nanoseconds, so "due at exactly time + delay"
  * means exactly that (Unreal keeps doubles).  No memory is allocated by a
@@ -27,101 +28,42 @@
  * timer manager (no pause, no catch-up, no free_ud).
  */
 #include <math.h>
-#include <string.h>
 
 #include "tickd/clock.h"
 #include "tickd/engine.h"
 #include "tickd/error.h"
 #include "ticker_int.h"
+#include "oslab_int.h"
 #include "world_int.h"
 
-#define NIL UINT32_MAX          /* "no slot" in the lists below */
-
-enum del_state {
-    DEL_FREE = 0,               /* on the free list                        */
-    DEL_LIVE = 1,               /* registered                              */
-    DEL_DOOMED = 2              /* removed during a pass, still linked     */
-};
+#define NIL TK__OSLAB_NIL
 
 typedef struct del {
+    tk__oslab_link l;           /* first: gen, order, state                */
     tk_ticker_fn fn;            /* callback                                */
     void *ud;                   /* its user data                           */
     uint64_t fire_ns;           /* ticker time at which it is due          */
     uint64_t delay_ns;          /* ns between calls                        */
-    uint32_t gen;               /* generation, never 0; bumped on release  */
-    uint32_t prev, next;        /* order list (next: free list if FREE)    */
-    uint32_t pend_next;         /* doomed list, while DEL_DOOMED           */
-    uint8_t state;              /* enum del_state                          */
 } del;
 
 struct tk__ticker {
-    del *d;                     /* slot array                              */
-    size_t cap;                 /* slots allocated                         */
-    uint32_t used;              /* slots ever handed out (high water)      */
-    uint32_t head, tail;        /* order list, NIL when empty              */
-    uint32_t free_head;         /* free slots, LIFO                        */
-    uint32_t pend_head;         /* doomed slots                            */
-    size_t live;                /* registered, not removed                 */
+    tk__oslab s;                /* the delegates                           */
     uint64_t time_ns;           /* ticker time (CurrentTime)               */
     bool in_pass;               /* inside tk__ticker_tick                  */
 };
+
+/* tk__oslab_at with a constant stride (elem is sizeof(del)): passes are hot. */
+static del *del_at(const struct tk__ticker *t, uint32_t i) { return (del *)t->s.base + i; }
 
 static inline uint64_t sat_add(uint64_t a, uint64_t b)
 {
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-static del *lookup(const struct tk__ticker *t, tk_ticker_handle h)
-{
-    uint32_t idx = (uint32_t)h;
-    uint32_t gen = (uint32_t)(h >> 32);
-    if (gen == 0 || idx >= t->used)
-        return NULL;
-    del *e = &t->d[idx];
-    if (e->gen != gen || e->state != DEL_LIVE)
-        return NULL;
-    return e;
-}
-
-static void unlink_release(struct tk__ticker *t, uint32_t idx)
-{
-    del *e = &t->d[idx];
-    if (e->prev != NIL)
-        t->d[e->prev].next = e->next;
-    else
-        t->head = e->next;
-    if (e->next != NIL)
-        t->d[e->next].prev = e->prev;
-    else
-        t->tail = e->prev;
-    e->prev = NIL;
-    e->state = DEL_FREE;
-    e->fn = NULL;
-    e->ud = NULL;
-    e->gen = e->gen + 1 ? e->gen + 1 : 1;
-    e->next = t->free_head;
-    t->free_head = idx;
-}
-
-/* Remove a live delegate: at once outside a pass, marked during one. */
-static void doom(struct tk__ticker *t, uint32_t idx)
-{
-    t->live--;
-    if (!t->in_pass) {
-        unlink_release(t, idx);
-        return;
-    }
-    t->d[idx].state = DEL_DOOMED;
-    t->d[idx].pend_next = t->pend_head;
-    t->pend_head = idx;
-}
-
 struct tk__ticker *tk__ticker_new(void)
 {
     struct tk__ticker *t = tk_calloc(1, sizeof *t);
-    t->head = t->tail = NIL;
-    t->free_head = NIL;
-    t->pend_head = NIL;
+    tk__oslab_init(&t->s, sizeof(del));
     return t;
 }
 
@@ -130,7 +72,7 @@ void tk__ticker_free(struct tk__ticker *t)
     if (!t)
         return;
     TK_ASSERT(!t->in_pass);
-    tk_free(t->d);
+    tk__oslab_deinit(&t->s);
     tk_free(t);
 }
 
@@ -141,7 +83,7 @@ uint64_t tk__ticker_time_ns(const struct tk__ticker *t)
 
 size_t tk__ticker_count(const struct tk__ticker *t)
 {
-    return t->live;
+    return t->s.live;
 }
 
 /*
@@ -155,46 +97,26 @@ int tk__ticker_add(struct tk__ticker *t, double delay, tk_ticker_fn fn, void *ud
     if (!fn || !isfinite(delay) || delay < 0)
         return TK_EINVAL;
     uint32_t idx;
-    if (t->free_head != NIL) {
-        idx = t->free_head;
-        t->free_head = t->d[idx].next;
-    } else {
-        if (t->used == NIL)
-            return TK_ELIMIT;
-        if (tk__try_grow((void **)&t->d, &t->cap, (size_t)t->used + 1,
-                         sizeof *t->d) < 0)
-            return TK_ENOMEM;
-        idx = t->used++;
-        t->d[idx].gen = 1;
-    }
-    del *e = &t->d[idx];
-    uint32_t gen = e->gen;
-    memset(e, 0, sizeof *e);
-    e->gen = gen;
-    e->fn = fn;
-    e->ud = ud;
-    e->delay_ns = tk_s_to_ns(delay);
-    e->fire_ns = sat_add(t->time_ns, e->delay_ns);
-    e->state = DEL_LIVE;
-    e->pend_next = NIL;
-    e->next = NIL;
-    e->prev = t->tail;
-    if (t->tail != NIL)
-        t->d[t->tail].next = idx;
-    else
-        t->head = idx;
-    t->tail = idx;
-    t->live++;
+    int rc = tk__oslab_add(&t->s, &idx);
+    if (rc)
+        return rc;
+    del *e = del_at(t, idx);
+    uint64_t delay_ns = tk_s_to_ns(delay);
+    *e = (del){.l = e->l, .fn = fn, .ud = ud, .fire_ns = sat_add(t->time_ns, delay_ns),
+               .delay_ns = delay_ns};
     if (out)
-        *out = ((uint64_t)gen << 32) | idx;
+        *out = tk__oslab_id(&t->s, idx);
     return 0;
 }
 
 int tk__ticker_remove(struct tk__ticker *t, tk_ticker_handle h)
 {
-    if (!lookup(t, h))
+    if (!tk__oslab_lookup(&t->s, h))
         return TK_ENOENT;
-    doom(t, (uint32_t)h);
+    if (t->in_pass)
+        tk__oslab_doom(&t->s, (uint32_t)h); /* unlinked after the pass */
+    else
+        tk__oslab_release(&t->s, (uint32_t)h);
     return 0;
 }
 
@@ -205,30 +127,27 @@ int tk__ticker_remove(struct tk__ticker *t, tk_ticker_handle h)
 void tk__ticker_tick(struct tk__ticker *t, double dt)
 {
     TK_ASSERT(!t->in_pass);
-    if (t->live == 0)
+    if (t->s.live == 0)
         return;
     t->time_ns = sat_add(t->time_ns, tk_s_to_ns(dt));
     t->in_pass = true;
-    for (uint32_t i = t->head; i != NIL; i = t->d[i].next) {
+    for (uint32_t i = t->s.head; i != NIL; i = del_at(t, i)->l.next) {
         /* Re-read by index after every call: an add may move the array. */
-        del *e = &t->d[i];
-        if (e->state != DEL_LIVE || e->fire_ns > t->time_ns)
+        del *e = del_at(t, i);
+        if (e->l.state != TK__OSLAB_LIVE || e->fire_ns > t->time_ns)
             continue;
         bool keep = e->fn(e->ud, dt);
-        e = &t->d[i];
-        if (e->state != DEL_LIVE)
+        e = del_at(t, i);
+        if (e->l.state != TK__OSLAB_LIVE)
             continue;               /* removed from inside the call */
         if (keep)
             e->fire_ns = sat_add(t->time_ns, e->delay_ns);
         else
-            doom(t, i);
+            tk__oslab_doom(&t->s, i);
     }
     t->in_pass = false;
-    while (t->pend_head != NIL) {
-        uint32_t idx = t->pend_head;
-        t->pend_head = t->d[idx].pend_next;
-        unlink_release(t, idx);
-    }
+    for (uint32_t i; (i = tk__oslab_pop_doomed(&t->s)) != NIL;)
+        tk__oslab_release(&t->s, i);
 }
 
 int tk_ticker_add(tk_engine_t *e, double delay, tk_ticker_fn fn, void *ud,

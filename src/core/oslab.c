@@ -1,0 +1,133 @@
+/*
+ * oslab.c - an ordered slab with generations (oslab_int.h).
+ */
+#include "oslab_int.h"
+#include "tickd/error.h"
+#include "util_int.h"
+
+#define NIL TK__OSLAB_NIL
+
+static inline tk__oslab_link *lnk(const tk__oslab *s, uint32_t i) { return tk__oslab_at(s, i); }
+
+/* Unlink from the order list (tail given) or the free list (tail NULL). */
+static void unlink_from(tk__oslab *s, uint32_t idx, uint32_t *head, uint32_t *tail)
+{
+    tk__oslab_link *l = lnk(s, idx);
+    if (l->prev != NIL)
+        lnk(s, l->prev)->next = l->next;
+    else
+        *head = l->next;
+    if (l->next != NIL)
+        lnk(s, l->next)->prev = l->prev;
+    else if (tail)
+        *tail = l->prev;
+}
+
+/* Zero an element (FREE) with generation `gen` and push it on the free list
+ * (doubly linked, so that add_at takes any index off it in O(1)). */
+static void free_push(tk__oslab *s, uint32_t idx, uint32_t gen)
+{
+    tk__oslab_link *l = lnk(s, idx);
+    memset(l, 0, s->elem);
+    *l = (tk__oslab_link){.gen = gen, .prev = NIL, .next = s->free_head, .pend_next = NIL};
+    if (s->free_head != NIL)
+        lnk(s, s->free_head)->prev = idx;
+    s->free_head = idx;
+}
+
+/* Make `idx` (a free index or one at or past `used`) a zeroed LIVE element
+ * with generation `gen` at the tail of the order list. */
+static int place(tk__oslab *s, uint32_t idx, uint32_t gen)
+{
+    if (idx < s->used) {
+        unlink_from(s, idx, &s->free_head, NULL);
+    } else {
+        if (tk__try_grow(&s->base, &s->cap, (size_t)idx + 1, s->elem) < 0)
+            return TK_ENOMEM;
+        for (uint32_t k = s->used; k < idx; k++)
+            free_push(s, k, 1);
+        s->used = idx + 1;
+    }
+    tk__oslab_link *l = lnk(s, idx);
+    memset(l, 0, s->elem);
+    *l = (tk__oslab_link){
+        .gen = gen, .prev = s->tail, .next = NIL, .pend_next = NIL, .state = TK__OSLAB_LIVE};
+    if (s->tail != NIL)
+        lnk(s, s->tail)->next = idx;
+    else
+        s->head = idx;
+    s->tail = idx;
+    s->live++;
+    return 0;
+}
+
+void tk__oslab_init(tk__oslab *s, size_t elem)
+{
+    TK_ASSERT(elem >= sizeof(tk__oslab_link));
+    *s = (tk__oslab){.elem = elem, .head = NIL, .tail = NIL, .free_head = NIL};
+    s->pend_head = s->pend_tail = NIL;
+}
+
+void tk__oslab_deinit(tk__oslab *s) { tk_free(s->base); }
+
+void *tk__oslab_lookup(const tk__oslab *s, uint64_t id)
+{
+    uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
+    if (gen == 0 || idx >= s->used)
+        return NULL;
+    tk__oslab_link *l = lnk(s, idx);
+    return l->gen == gen && l->state == TK__OSLAB_LIVE ? l : NULL;
+}
+
+int tk__oslab_add(tk__oslab *s, uint32_t *idx)
+{
+    uint32_t i = s->free_head != NIL ? s->free_head : s->used;
+    if (i == NIL)
+        return TK_ELIMIT;
+    int rc = place(s, i, i < s->used ? lnk(s, i)->gen : 1);
+    if (rc == 0)
+        *idx = i;
+    return rc;
+}
+
+int tk__oslab_add_at(tk__oslab *s, uint64_t id)
+{
+    uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
+    if (gen == 0 || idx == NIL)
+        return TK_EINVAL;
+    if (idx < s->used && lnk(s, idx)->state != TK__OSLAB_FREE)
+        return TK_EEXIST;
+    return place(s, idx, gen);
+}
+
+void tk__oslab_release(tk__oslab *s, uint32_t idx)
+{
+    tk__oslab_link *l = lnk(s, idx);
+    TK_ASSERT(l->state != TK__OSLAB_FREE);
+    if (l->state == TK__OSLAB_LIVE)
+        s->live--;
+    unlink_from(s, idx, &s->head, &s->tail);
+    free_push(s, idx, l->gen + 1 ? l->gen + 1 : 1);
+}
+
+void tk__oslab_doom(tk__oslab *s, uint32_t idx)
+{
+    tk__oslab_link *l = lnk(s, idx);
+    TK_ASSERT(l->state == TK__OSLAB_LIVE);
+    s->live--;
+    l->state = TK__OSLAB_DOOMED;
+    l->pend_next = NIL;
+    if (s->pend_tail != NIL)
+        lnk(s, s->pend_tail)->pend_next = idx;
+    else
+        s->pend_head = idx;
+    s->pend_tail = idx;
+}
+
+uint32_t tk__oslab_pop_doomed(tk__oslab *s)
+{
+    uint32_t idx = s->pend_head;
+    if (idx != NIL && (s->pend_head = lnk(s, idx)->pend_next) == NIL)
+        s->pend_tail = NIL;
+    return idx;
+}
