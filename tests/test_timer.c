@@ -993,6 +993,33 @@ START_TEST(timer_restore)
 }
 END_TEST
 
+/* A next-tick timer paused before it fired has rate 0; it saves and restores
+ * as such, and fires once on the pass after it is unpaused. */
+START_TEST(timer_restore_next_tick)
+{
+    reset_log();
+    tk_timer_desc d = mkdesc(1, false, -1, log_fn, 1);
+    tk_timer_handle h;
+    ck_assert_int_eq(tk_timer_set_for_next_tick(W, &d, &h), 0);
+    ck_assert_int_eq(tk_timer_pause(W, h), 0);
+    tk_timer_info in = info_of(h);
+    ck_assert_double_eq(in.rate, 0);
+    ck_assert_int_eq(tk_timer_clear(W, h), 0);
+    d.rate = 0;
+    d.loop = true; /* a looping timer needs a period */
+    ck_assert_int_eq(tk_timer_restore(W, &d, h, TK_TIMER_PAUSED, in.remaining, 0), TK_EINVAL);
+    d.loop = false;
+    ck_assert_int_eq(tk_timer_restore(W, &d, h, TK_TIMER_PAUSED, in.remaining, 0), 0);
+    ck_assert_double_eq(info_of(h).rate, 0);
+    frames(3);
+    ck_assert_int_eq(g_n, 0);
+    ck_assert_int_eq(tk_timer_unpause(W, h), 0);
+    frames(2);
+    ck_assert_int_eq(calls_of(1), 1);
+    ck_assert(!tk_timer_exists(W, h));
+}
+END_TEST
+
 /* ---- world pause and dilation -------------------------------------------- */
 
 START_TEST(timer_world_paused_and_dilation)
@@ -1738,6 +1765,7 @@ static Suite *timer_suite(void)
     tcase_add_test(tc, timer_clear_owner);
     tcase_add_test(tc, timer_owner_index_churn);
     tcase_add_test(tc, timer_restore);
+    tcase_add_test(tc, timer_restore_next_tick);
     tcase_add_test(tc, timer_world_paused_and_dilation);
     tcase_add_test(tc, timer_free_ud_once);
     tcase_add_test(tc, timer_invalid_args);

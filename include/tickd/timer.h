@@ -90,8 +90,11 @@ int tk_timer_unpause(tk_world_t *w, tk_timer_handle h); /* no-op if !paused  */
  * Snapshot restore: a timer under its saved handle (its slot must be free) in
  * status pending, active or paused, with `remaining` s (finite; negative for
  * a timer paused while due, as tk_timer_get reports it) and `fired` calls.
+ * desc->rate 0 with loop false is a timer of tk_timer_set_for_next_tick.
  * Between passes only.  Later handles never collide with restored ones.
- * Ties on expiry fire in the order the timers were restored.
+ * Ties on expiry fire in the order the timers were restored.  Restoring into
+ * a manager with no live timer, in slot order, costs O(1) per timer; out of
+ * slot order a restore may walk the free list.
  */
 int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h,
                      tk_timer_status status, double remaining, uint64_t fired);

@@ -1349,8 +1349,9 @@ int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h
     struct tk__timers *t = w->timers;
     uint32_t idx = (uint32_t)(h & IDX_MASK);
     uint64_t serial = h >> IDX_BITS;
-    if (!desc || !(desc->rate > 0) || !isfinite(desc->rate))
-        return tk__world_error(w, TK_EINVAL, "rate must be > 0 and finite");
+    if (!desc || !(desc->rate >= 0) || !isfinite(desc->rate) || (desc->rate == 0 && desc->loop))
+        return tk__world_error(w, TK_EINVAL,
+                               "rate must be > 0 and finite (0: a one-shot next-tick timer)");
     if (serial == 0 || serial > SERIAL_MAX || idx >= TK_TIMER_MAX)
         return tk__world_error(w, TK_EINVAL, "%llu is not a timer handle",
                                (unsigned long long)h);
@@ -1364,6 +1365,12 @@ int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h
         return tk__world_error(w, TK_EEXIST, "timer slot %u is taken", idx);
     if (desc->owner && owner_find(t, desc->owner) == SIZE_MAX && owner_reserve(t) < 0)
         return tk__world_error(w, TK_ENOMEM, "out of memory for a timer");
+    if (live_count(t) == 0) {
+        /* Nothing live (a load clears first): start the records afresh, so
+         * restoring in slot order never searches the free list. */
+        t->n_recs = 0;
+        t->free_head = NIL;
+    }
     if (idx < t->n_recs) {
         /* unlink slot idx from the free list */
         uint32_t prev = NIL, i = t->free_head;
@@ -1397,7 +1404,7 @@ int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h
     r->handle = h;
     r->seq = ++t->seq;
     c->rate = secs_to_ns(desc->rate);
-    if (c->rate < 1)
+    if (c->rate < 1 && desc->rate > 0)
         c->rate = 1;
     c->loop = desc->loop;
     c->owner = desc->owner;

@@ -230,6 +230,7 @@ typedef struct doc_in {
     tks_id *sorted_ids; /* for lookups */
     timer_in *timers;
     size_t n_timers;
+    uint32_t *timer_order;  /* indexes of timers, in slot order */
     tickable_in *tickables;
     size_t n_tickables;
 } doc_in;
@@ -383,6 +384,15 @@ static int id_cmp(const void *a, const void *b)
 {
     tks_id x = *(const tks_id *)a, y = *(const tks_id *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Timers by slot, then by position in the document. */
+static int slot_cmp(const void *a, const void *b, void *ctx)
+{
+    const timer_in *t = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    uint64_t x = t[i].handle & TK_TIMER_MAX, y = t[j].handle & TK_TIMER_MAX;
+    return x != y ? (x < y ? -1 : 1) : (i < j ? -1 : i > j);
 }
 
 static const ent_in *find_ent(const doc_in *in, tks_id id)
@@ -573,12 +583,14 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         NEED(tkd_p_u64(t, "handle", p, 1, UINT64_MAX, &ti->handle, e), p, "handle");
         if ((ti->handle & TK_TIMER_MAX) == TK_TIMER_MAX || (ti->handle >> 24) == 0)
             return tkd_perr_set(e, -32602, "%s.handle: not a timer handle", p);
-        for (size_t k = 0; k < i; k++)
-            if ((in->timers[k].handle & TK_TIMER_MAX) == (ti->handle & TK_TIMER_MAX))
-                return tkd_perr_set(e, -32602, "%s.handle: the slot of handle %llu is used twice",
-                                    p, (unsigned long long)ti->handle);
-        NEED(tkd_p_num(t, "rate", p, TKD_TIMER_MIN_RATE, 1e9, &ti->rate, e), p, "rate");
         OPT(tkd_p_bool(t, "loop", p, &ti->loop, e));
+        /* 0: a timer.set_for_next_tick one. */
+        NEED(tkd_p_num(t, "rate", p, 0, 1e9, &ti->rate, e), p, "rate");
+        if (ti->rate < TKD_TIMER_MIN_RATE && (ti->rate != 0 || ti->loop))
+            return tkd_perr_set(e, -32602,
+                                "%s.rate: must be in [%g, 1e9] (0 only for a one-shot next-tick "
+                                "timer)",
+                                p, TKD_TIMER_MIN_RATE);
         const char *status = "active";
         OPT(tkd_p_str(t, "status", p, &status, e));
         if (!strcmp(status, "pending"))
@@ -598,6 +610,21 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
                 return tkd_perr_set(e, -32602, "%s.action%s", p, why);
             ti->action = act;
         }
+    }
+    /* Restored in slot order (as saved); a slot may appear once. */
+    in->timer_order =
+        in->n_timers ? tkd_arena_alloc(a, in->n_timers * sizeof *in->timer_order) : NULL;
+    for (size_t i = 0; i < in->n_timers; i++)
+        in->timer_order[i] = (uint32_t)i;
+    if (in->n_timers > 1)
+        qsort_r(in->timer_order, in->n_timers, sizeof *in->timer_order, slot_cmp, in->timers);
+    for (size_t k = 1; k < in->n_timers; k++) {
+        const timer_in *x = &in->timers[in->timer_order[k - 1]];
+        const timer_in *y = &in->timers[in->timer_order[k]];
+        if ((x->handle & TK_TIMER_MAX) == (y->handle & TK_TIMER_MAX))
+            return tkd_perr_set(e, -32602,
+                                "$.timers[%u].handle: the slot of handle %llu is used twice",
+                                in->timer_order[k], (unsigned long long)y->handle);
     }
     /* tickables */
     json_t *tks = NULL;
@@ -719,11 +746,12 @@ static int apply(tkd *d, const doc_in *in, char *err, size_t errlen)
             return -32603;
         }
     }
-    for (size_t i = 0; i < in->n_timers; i++) {
+    for (size_t k = 0; k < in->n_timers; k++) {
+        uint32_t i = in->timer_order[k];
         const timer_in *t = &in->timers[i];
         if (tkd_timer_restore(d, t->handle, t->rate, t->loop, t->status, t->remaining, t->fired,
                               t->action) != 0) {
-            snprintf(err, errlen, "$.timers[%zu]: %s", i, tk_world_last_error(d->world));
+            snprintf(err, errlen, "$.timers[%u]: %s", i, tk_world_last_error(d->world));
             return -32603;
         }
     }

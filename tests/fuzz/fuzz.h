@@ -43,12 +43,67 @@ int tkd_fuzz_snapshot(const uint8_t *data, size_t size);
  * or a big `count` costs milliseconds, not seconds, per input. */
 #define TKD_FUZZ_MAX_ENTITIES "2000"
 
-/*
- * Report a broken invariant of target `who` and abort (libFuzzer saves the
- * input as a crash; the replay reports the file).  Never returns.
- */
 static inline void tkd_fuzz_fail(const char *who, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
+
+/* Remove directory `dir` and the files in it (one level: the targets write
+ * files only).  Errors are ignored: this is cleanup. */
+static inline void tkd_fuzz_rmdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char p[512];
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+                unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/*
+ * A private temp directory of this translation unit, created on first use
+ * and removed at exit (a sanitizer report leaves it behind; the replay runs
+ * its children with TMPDIR in a directory of its own and removes that).
+ * $TMPDIR when set, else /dev/shm when it is usable (snapshot saves fsync,
+ * which costs nothing on tmpfs), else /tmp.  Aborts if no directory can be
+ * made: a target cannot run without one.
+ */
+static inline char *tkd_fuzz_dir_buf_(void)
+{
+    static char dir[256]; /* "" until created */
+    return dir;
+}
+
+static inline void tkd_fuzz_dir_cleanup_(void) { tkd_fuzz_rmdir(tkd_fuzz_dir_buf_()); }
+
+static inline const char *tkd_fuzz_tmpdir(void)
+{
+    char *dir = tkd_fuzz_dir_buf_();
+    if (dir[0])
+        return dir;
+    const char *env = getenv("TMPDIR");
+    const char *bases[] = {env && *env ? env : "/dev/shm", "/dev/shm", "/tmp"};
+    for (size_t i = 0; i < sizeof bases / sizeof bases[0]; i++) {
+        snprintf(dir, 256, "%s/tickd-fuzz-XXXXXX", bases[i]);
+        if (mkdtemp(dir)) {
+            atexit(tkd_fuzz_dir_cleanup_);
+            return dir;
+        }
+    }
+    dir[0] = '\0';
+    tkd_fuzz_fail("setup", "cannot create a temp directory");
+}
+
+/*
+ * Report a broken invariant of target `who` and abort (libFuzzer saves the
+ * input as a crash; the replay reports the file).  The temp directory is
+ * removed first: abort() skips the atexit cleanup.  Never returns.
+ */
 static inline void tkd_fuzz_fail(const char *who, const char *fmt, ...)
 {
     va_list ap;
@@ -58,6 +113,8 @@ static inline void tkd_fuzz_fail(const char *who, const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     fflush(stderr);
+    if (tkd_fuzz_dir_buf_()[0])
+        tkd_fuzz_dir_cleanup_();
     abort();
 }
 
@@ -83,56 +140,6 @@ static inline void tkd_fuzz_quiet(void)
 {
     tk_log_set_level(TK_LOG_ERROR);
     tk_log_set_handler(tkd_fuzz_log, NULL);
-}
-
-/* Remove the process's temp directory and what the targets wrote in it. */
-static inline void tkd_fuzz_rmdir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        char p[512];
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
-/*
- * A private temp directory of this translation unit, created on first use
- * and removed at exit.  /dev/shm when it is usable (snapshot saves fsync,
- * which costs nothing on tmpfs), else $TMPDIR, else /tmp.  Aborts if no
- * directory can be made: a target cannot run without one.
- */
-static inline char *tkd_fuzz_dir_buf_(void)
-{
-    static char dir[256]; /* "" until created */
-    return dir;
-}
-
-static inline void tkd_fuzz_dir_cleanup_(void) { tkd_fuzz_rmdir(tkd_fuzz_dir_buf_()); }
-
-static inline const char *tkd_fuzz_tmpdir(void)
-{
-    char *dir = tkd_fuzz_dir_buf_();
-    if (dir[0])
-        return dir;
-    const char *env = getenv("TMPDIR");
-    const char *bases[] = {"/dev/shm", env && *env ? env : "/tmp", "/tmp"};
-    for (size_t i = 0; i < sizeof bases / sizeof bases[0]; i++) {
-        snprintf(dir, 256, "%s/tickd-fuzz-XXXXXX", bases[i]);
-        if (mkdtemp(dir)) {
-            atexit(tkd_fuzz_dir_cleanup_);
-            return dir;
-        }
-    }
-    dir[0] = '\0';
-    tkd_fuzz_fail("setup", "cannot create a temp directory");
 }
 
 /*

@@ -10,7 +10,9 @@
  * repository root.  Each input runs in a child process of its own, with a
  * time limit of REPLAY_TIMEOUT seconds, so that one failure names its file
  * and does not hide the others, and every input starts from a fresh process
- * (as `fuzz_<name> FILE` reproduces it).  A crash, a sanitizer report, a
+ * (as `fuzz_<name> FILE` reproduces it).  The children's TMPDIR is a
+ * directory of the replay's own, removed at the end, so that inputs that
+ * crash leave no temp files behind.  A crash, a sanitizer report, a
  * broken invariant (the targets abort) or a timeout fails the input.  The
  * output ends with "replayed N inputs of K targets: ok", or with the list of
  * failed inputs and exit status 1.
@@ -49,6 +51,46 @@ static const target targets[] = {
 
 static unsigned long g_run;    /* inputs replayed                   */
 static unsigned long g_failed; /* of which failed                   */
+static char g_tmp[256];        /* the children's TMPDIR, "" if none */
+
+/* Make the children's TMPDIR (in /dev/shm if usable, else $TMPDIR or /tmp).
+ * Without one the children fall back to their own defaults. */
+static void tmp_setup(void)
+{
+    const char *env = getenv("TMPDIR");
+    const char *bases[] = {"/dev/shm", env && *env ? env : "/tmp", "/tmp"};
+    for (size_t i = 0; i < sizeof bases / sizeof bases[0]; i++) {
+        snprintf(g_tmp, sizeof g_tmp, "%s/tickd-replay-XXXXXX", bases[i]);
+        if (mkdtemp(g_tmp)) {
+            setenv("TMPDIR", g_tmp, 1);
+            return;
+        }
+    }
+    g_tmp[0] = '\0';
+}
+
+/* Remove the children's TMPDIR and what they left in it (their private
+ * directories, one level of files each). */
+static void tmp_cleanup(void)
+{
+    if (!g_tmp[0])
+        return;
+    DIR *d = opendir(g_tmp);
+    if (d) {
+        struct dirent *e;
+        char p[512];
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            if (snprintf(p, sizeof p, "%s/%s", g_tmp, e->d_name) >= (int)sizeof p)
+                continue;
+            tkd_fuzz_rmdir(p);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(g_tmp);
+}
 
 /* Read a whole file (malloc'd; *size its length).  NULL on error. */
 static uint8_t *slurp(const char *path, size_t *size)
@@ -183,6 +225,7 @@ static long replay_corpus(const target *t)
 int main(int argc, char **argv)
 {
     size_t used = 0;
+    tmp_setup();
     if (argc >= 2) {
         const target *t = NULL;
         for (size_t i = 0; i < N_TARGETS; i++)
@@ -193,6 +236,7 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < N_TARGETS; i++)
                 fprintf(stderr, " %s", targets[i].name);
             fprintf(stderr, ")\n");
+            tmp_cleanup();
             return 2;
         }
         for (int i = 2; i < argc; i++)
@@ -203,6 +247,7 @@ int main(int argc, char **argv)
             replay_corpus(&targets[i]);
         used = N_TARGETS;
     }
+    tmp_cleanup();
     if (g_failed) {
         printf("replayed %lu inputs of %zu targets: %lu FAILED\n", g_run, used, g_failed);
         return 1;
