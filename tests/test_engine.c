@@ -257,6 +257,51 @@ START_TEST(engine_unpaced_sprint)
 }
 END_TEST
 
+/* A wait hook that, asked to wait long, sets 60 Hz (as a request handled
+ * while waiting does) and lets 1 ms pass. */
+static tk_engine_t *g_engine;
+
+static void rate_change_wait(void *ud, uint64_t deadline)
+{
+    (void)ud;
+    if (g_nwaits < 64)
+        g_waits[g_nwaits++] = deadline;
+    if (deadline - g_now > 1000000000ull) {
+        tk_engine_set_tick_rate(g_engine, 60);
+        g_now += 1000000;
+    } else if (deadline > g_now) {
+        g_now = deadline;
+    }
+}
+
+START_TEST(engine_rate_change_while_waiting)
+{
+    g_now = 1000000000ull;
+    g_nwaits = 0;
+    tk_engine_desc d;
+    tk_engine_desc_default(&d);
+    d.tick_rate = 0.001; /* a frame every 1000 s */
+    d.clock = fake_clock;
+    d.wait = rate_change_wait;
+    ck_assert_int_eq(tk_engine_new(&d, &g_engine), 0);
+    ck_assert_int_eq(tk_engine_frame(g_engine), 0); /* the first runs at once */
+    uint64_t start = g_now;
+    ck_assert_int_eq(g_nwaits, 0);
+    ck_assert_int_eq(tk_engine_frame(g_engine), 0);
+    /* Asked for +1000 s, then for the new deadline: start + 1/60 s. */
+    ck_assert_int_eq(g_nwaits, 2);
+    ck_assert_uint_eq(g_waits[0], start + 1000000000000ull);
+    ck_assert_uint_eq(g_waits[1], start + 16666667);
+    start = g_now;
+    /* A rate whose period would overflow waits a bounded time (11.6 days). */
+    ck_assert_int_eq(tk_engine_set_tick_rate(g_engine, 1e-300), 0);
+    ck_assert_int_eq(tk_engine_frame(g_engine), 0); /* the hook sets 60 Hz again */
+    ck_assert_uint_eq(g_waits[2], start + 1000000000000000ull);
+    ck_assert_uint_eq(g_waits[3], start + 16666667);
+    tk_engine_free(g_engine);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -270,6 +315,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, engine_run_max_frames_and_stop);
     tcase_add_test(tc, engine_invalid_settings);
     tcase_add_test(tc, engine_unpaced_sprint);
+    tcase_add_test(tc, engine_rate_change_while_waiting);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -121,7 +121,8 @@ static uint64_t period_ns(const tk_engine_t *e)
 {
     if (e->unpaced || e->tick_rate <= 0)
         return 0;
-    return (uint64_t)llround(1e9 / e->tick_rate);
+    double p = 1e9 / e->tick_rate;
+    return p < 1e15 ? (uint64_t)llround(p) : UINT64_C(1000000000000000); /* tiny rates: 11 days */
 }
 
 int tk_engine_frame(tk_engine_t *e)
@@ -146,7 +147,13 @@ int tk_engine_frame(tk_engine_t *e)
             e->wait(e->wait_ud, 0);
             now = e->clock(e->clock_ud);
         }
-        while (now < deadline && !e->stop) {
+        /* The wait hook may change the tick rate (a request handled while
+         * waiting): the deadline follows the current one. */
+        while (!e->stop) {
+            period = period_ns(e);
+            deadline = e->last_start_ns + period;
+            if (!period || now >= deadline)
+                break;
             e->wait(e->wait_ud, deadline);
             now = e->clock(e->clock_ud);
         }

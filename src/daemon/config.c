@@ -839,8 +839,23 @@ static char *reader(char *str, int num, void *stream)
     const char *p = x->line;
     while (isspace((unsigned char)*p))
         p++;
-    if (*p == '[')
+    if (*p == '[') {
         x->prev_name[0] = '\0';
+        /* A section is checked where it starts: one with no keys at all is
+         * still a mistake (inih never calls the handler for it). */
+        const char *end = strchr(p + 1, ']');
+        size_t len = end ? (size_t)(end - (p + 1)) : 0;
+        char name[64];
+        if (end && !x->err_line && len < sizeof name) {
+            memcpy(name, p + 1, len);
+            name[len] = '\0';
+        }
+        if (end && !x->err_line && (len >= sizeof name || !section_known(name))) {
+            x->err_line = x->lineno;
+            fmt_msg(x->err, x->errlen, "%s:%d: [%.*s]: unknown section", x->file, x->lineno,
+                    (int)(len < 100 ? len : 100), p + 1);
+        }
+    }
     memcpy(str, x->line, (size_t)n + 1);
     return str;
 }

@@ -417,8 +417,10 @@ END_TEST
 
 START_TEST(config_error_unknown_section)
 {
-    expect_error("[engine]\ntick_rate = 30\n[bogus]\nx = 1\n",
-                 "4: [bogus] x = 1: unknown section");
+    expect_error("[engine]\ntick_rate = 30\n[bogus]\nx = 1\n", "3: [bogus]: unknown section");
+    /* Even with no keys in it. */
+    expect_error("[engine]\ntick_rate = 30\n[physics]\n; nothing yet\n",
+                 "3: [physics]: unknown section");
 }
 END_TEST
 
