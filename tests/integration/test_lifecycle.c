@@ -161,7 +161,7 @@ END_TEST
 
 START_TEST(lifecycle_check_config_unknown_section)
 {
-    check_bad_config("; comment\n[nosuch]\nkey = 1\n", 3, "[nosuch] key");
+    check_bad_config("; comment\n[nosuch]\nkey = 1\n", 2, "[nosuch]: unknown section");
 }
 END_TEST
 
