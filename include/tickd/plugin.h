@@ -58,8 +58,19 @@ typedef enum tkp_prop_type {
     TKP_PROP_COUNT = 1,  /* uint64_t; an integer in [min, max]                 */
     TKP_PROP_ID = 2,     /* uint64_t; an entity id that exists when given      */
     TKP_PROP_BOOL = 3,   /* bool                                               */
-    TKP_PROP_SPAWN = 4   /* tkp_spawn_ref: entity.spawn params or "self"       */
+    TKP_PROP_SPAWN = 4,  /* tkp_spawn_ref: entity.spawn params or "self"       */
+    TKP_PROP_STRING = 5, /* const char *: a string of at most `max` bytes
+                            (0: 255; at most 65535); "" by default           */
+    TKP_PROP_IDS = 6     /* tkp_ids: at most `max` entity ids (0: 64; at most
+                            65535), each existing when given; empty by default */
 } tkp_prop_type;
+
+/* The state field of a TKP_PROP_IDS prop; owned by the host (a
+ * TKP_PROP_STRING field, a const char *, is too: never NULL). */
+typedef struct tkp_ids {
+    const tkp_id *ids; /* n ids, NULL when n is 0 */
+    size_t n;
+} tkp_ids;
 
 /* The state field of a TKP_PROP_SPAWN prop; owned by the host. */
 typedef struct tkp_spawn_ref {
@@ -116,6 +127,8 @@ struct tkp_api {
     /* 0 if present with that type, -1 otherwise. */
     int (*prop_number)(const tkp_props *p, const char *key, double *out);
     int (*prop_bool)(const tkp_props *p, const char *key, bool *out);
+    int (*prop_string)(const tkp_props *p, const char *key, const char **out);
+    int (*prop_ids)(const tkp_props *p, const char *key, const tkp_id **ids, size_t *n);
     /* ---- instances ---- */
     void *(*state)(tkp_obj *o);
     tkp_id (*entity)(const tkp_obj *o);       /* owning entity; 0: a tickable */

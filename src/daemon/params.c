@@ -571,6 +571,14 @@ json_t *tkd_j_value(const tks_prop_desc *d, const tks_value *v)
         if (v->self)
             return json_string("self");
         return v->spawn ? tkd_j_spawn(v->spawn) : json_null();
+    case TKS_PROP_STRING:
+        return json_string(v->str);
+    case TKS_PROP_IDS: {
+        json_t *a = json_array();
+        for (size_t i = 0; i < v->n_ids; i++)
+            json_array_append_new(a, json_integer((json_int_t)v->ids[i]));
+        return a;
+    }
     }
     return json_null();
 }

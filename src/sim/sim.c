@@ -284,18 +284,8 @@ const tks_class *tks_class_find(const tks_sim *s, const char *name)
     return NULL;
 }
 const char *tks_class_name(const tks_class *c) { return c->name; }
-size_t tks_class_props(const tks_class *c, const tks_prop_desc **out)
-{
-    *out = c->p->props;
-    return c->p->n_props;
-}
 const tkp_class *tks_class_abi(const tks_class *c) { return c->p; }
 const char *tks_class_origin(const tks_class *c) { return c->origin; }
-void tks_class_info_get(const tks_class *c, tks_class_info *out)
-{
-    out->name = c->name;
-    out->batch = c->p->tick_batch != NULL;
-}
 
 /* ---- ids ---------------------------------------------------------------------- */
 
@@ -410,6 +400,30 @@ static int api_prop_bool(const tkp_props *p, const char *key, bool *out)
     if (!v || v->type != TKS_V_BOOL)
         return -1;
     *out = v->b;
+    return 0;
+}
+
+static int api_prop_string(const tkp_props *p, const char *key, const char **out)
+{
+    const tks_value *v = prop_find(p, key);
+    if (v && v->type == TKS_V_STRING) {
+        *out = v->str;
+        return 0;
+    }
+    if (v && v->type == TKS_V_SPAWN && v->self && !v->spawn) {
+        *out = "self"; /* the JSON string "self", read as a spawn's */
+        return 0;
+    }
+    return -1;
+}
+
+static int api_prop_ids(const tkp_props *p, const char *key, const tkp_id **ids, size_t *n)
+{
+    const tks_value *v = prop_find(p, key);
+    if (!v || v->type != TKS_V_IDS)
+        return -1;
+    *ids = v->ids;
+    *n = v->n_ids;
     return 0;
 }
 
@@ -556,6 +570,8 @@ static const tkp_api host_api = {
     .prop_has = api_prop_has,
     .prop_number = api_prop_number,
     .prop_bool = api_prop_bool,
+    .prop_string = api_prop_string,
+    .prop_ids = api_prop_ids,
     .state = api_state,
     .entity = api_entity,
     .component = api_component,
@@ -615,8 +631,21 @@ static size_t prop_size(tkp_prop_type t)
         return sizeof(bool);
     case TKP_PROP_SPAWN:
         return sizeof(tkp_spawn_ref);
+    case TKP_PROP_STRING:
+        return sizeof(const char *);
+    case TKP_PROP_IDS:
+        return sizeof(tkp_ids);
     }
     return 0;
+}
+
+/* Longest string / most ids of a TKP_PROP_STRING / TKP_PROP_IDS prop. */
+#define PROP_LIST_MAX 65535
+static size_t prop_limit(const tks_prop_desc *d)
+{
+    if (d->max > 0)
+        return (size_t)d->max;
+    return d->type == TKP_PROP_STRING ? 255 : 64;
 }
 
 int tks_check_class(const tks_sim *s, const tkp_class *p, const char *origin,
@@ -662,6 +691,10 @@ int tks_check_class(const tks_sim *s, const tkp_class *p, const char *origin,
             !(d->min <= d->def && d->def <= d->max))
             return errf(err, TK_EINVAL, "%s: class '%s': prop '%s': default out of its range",
                         origin, p->name, d->name);
+        if ((d->type == TKP_PROP_STRING || d->type == TKP_PROP_IDS) &&
+            !(d->max >= 0 && d->max <= PROP_LIST_MAX && d->max == floor(d->max)))
+            return errf(err, TK_EINVAL, "%s: class '%s': prop '%s': max must be 0..%d", origin,
+                        p->name, d->name, PROP_LIST_MAX);
     }
     if (p->position >= 0 && ((size_t)p->position + 3 * sizeof(double) > p->state_size ||
                              p->position % 8 != 0))
@@ -791,6 +824,32 @@ static int check_prop(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, con
                 rc = 0;
             return rc;
         }
+    case TKS_PROP_STRING: {
+        /* The string "self" arrives read as a spawn's "self". */
+        const char *str = v->type == TKS_V_STRING                     ? v->str
+                          : v->type == TKS_V_SPAWN && v->self && !v->spawn ? "self"
+                                                                          : NULL;
+        if (!str)
+            return errf(err, TK_EINVAL, "%s.%s: must be a string", path, d->name);
+        if (strlen(str) > prop_limit(d))
+            return errf(err, TK_EINVAL, "%s.%s: longer than %zu bytes", path, d->name,
+                        prop_limit(d));
+        return 0;
+    }
+    case TKS_PROP_IDS:
+        if (v->type != TKS_V_IDS)
+            return errf(err, TK_EINVAL, "%s.%s: must be an array of entity ids", path, d->name);
+        if (v->n_ids > prop_limit(d))
+            return errf(err, TK_EINVAL, "%s.%s: more than %zu ids", path, d->name,
+                        prop_limit(d));
+        for (size_t i = 0; i < v->n_ids; i++) {
+            if (v->ids[i] == 0 || v->ids[i] > 9e15)
+                return errf(err, TK_EINVAL, "%s.%s[%zu]: must be an entity id", path, d->name, i);
+            if (!m->id_known && !tks__entity(s, v->ids[i]))
+                return errf(err, TK_ENOENT, "%s.%s[%zu]: entity %llu does not exist", path,
+                            d->name, i, (unsigned long long)v->ids[i]);
+        }
+        return 0;
     }
     return errf(err, TK_EINVAL, "%s.%s: unsupported prop type", path, d->name);
 }
@@ -898,21 +957,73 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
 
 /* ---- creating objects -------------------------------------------------------------- */
 
-/* Store a number, count, id or bool prop into its state field `f`. */
-static void store_scalar(const tks_prop_desc *d, unsigned char *f, double num, bool b)
+/* The value of a TKP_PROP_STRING field nobody set: not owned. */
+static const char k_empty[] = "";
+
+static bool owns_memory(const tks_prop_desc *d)
 {
+    return d->type == TKS_PROP_SPAWN || d->type == TKS_PROP_STRING || d->type == TKS_PROP_IDS;
+}
+
+/* Put an owning field at its unset value without freeing what it held. */
+static void detach_field(const tks_prop_desc *d, unsigned char *f)
+{
+    if (d->type == TKS_PROP_STRING)
+        *(const char **)f = k_empty;
+    else
+        memset(f, 0, prop_size(d->type));
+}
+
+/* Free what a field owns (a spawn template, a string, ids) and leave it at
+ * its unset value. */
+static void release_field(const tks_prop_desc *d, unsigned char *f)
+{
+    if (!owns_memory(d))
+        return;
+    if (d->type == TKS_PROP_SPAWN)
+        tks_spawn_req_free(((tkp_spawn_ref *)f)->tmpl);
+    else if (d->type == TKS_PROP_STRING && *(const char **)f != k_empty)
+        tk_free(*(char **)f);
+    else if (d->type == TKS_PROP_IDS)
+        tk_free((tkp_id *)((tkp_ids *)f)->ids);
+    detach_field(d, f);
+}
+
+/* Store a validated value into its state field `f` (freeing what the field
+ * held). */
+static void store_value(const tks_prop_desc *d, unsigned char *f, const tks_value *v)
+{
+    release_field(d, f);
     switch (d->type) {
     case TKS_PROP_NUMBER:
-        *(double *)f = num;
+        *(double *)f = v->num;
         break;
     case TKS_PROP_COUNT:
     case TKS_PROP_ID:
-        *(uint64_t *)f = (uint64_t)num;
+        *(uint64_t *)f = (uint64_t)v->num;
         break;
     case TKS_PROP_BOOL:
-        *(bool *)f = b;
+        *(bool *)f = v->b;
         break;
-    case TKS_PROP_SPAWN:
+    case TKS_PROP_SPAWN: {
+        tkp_spawn_ref *ref = (tkp_spawn_ref *)f;
+        ref->tmpl = v->self || !v->spawn ? NULL : tks_spawn_req_clone(v->spawn);
+        ref->self = v->self;
+        break;
+    }
+    case TKS_PROP_STRING: {
+        const char *str = v->type == TKS_V_STRING ? v->str : "self";
+        if (str[0])
+            *(char **)f = tk_strdup(str);
+        break;
+    }
+    case TKS_PROP_IDS:
+        if (v->n_ids) {
+            tkp_id *ids = tk_malloc(v->n_ids * sizeof *ids);
+            memcpy(ids, v->ids, v->n_ids * sizeof *ids);
+            ((tkp_ids *)f)->ids = ids;
+            ((tkp_ids *)f)->n = v->n_ids;
+        }
         break;
     }
 }
@@ -922,27 +1033,20 @@ static void set_default_props(const tks_class *c, void *state)
     for (size_t i = 0; i < c->p->n_props; i++) {
         const tks_prop_desc *d = &c->p->props[i];
         unsigned char *f = (unsigned char *)state + d->offset;
-        if (d->type == TKS_PROP_SPAWN)
-            memset(f, 0, sizeof(tkp_spawn_ref));
+        tks_value v = {.type = TKS_V_NUMBER, .num = d->def, .b = d->def != 0};
+        if (owns_memory(d))
+            detach_field(d, f); /* nothing to release yet */
         else
-            store_scalar(d, f, d->def, d->def != 0);
+            store_value(d, f, &v);
     }
 }
 
-/* Apply validated props. Spawn templates are cloned (the old one freed). */
+/* Apply validated props (what the fields owned is freed). */
 static void apply_props(const tks_class *c, void *state, const tks_prop_kv *kv, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const tks_prop_desc *d = find_prop(c, kv[i].key);
-        unsigned char *f = (unsigned char *)state + d->offset;
-        if (d->type != TKS_PROP_SPAWN) {
-            store_scalar(d, f, kv[i].v.num, kv[i].v.b);
-            continue;
-        }
-        tkp_spawn_ref *ref = (tkp_spawn_ref *)f;
-        tks_spawn_req_free(ref->tmpl);
-        ref->tmpl = kv[i].v.self || !kv[i].v.spawn ? NULL : tks_spawn_req_clone(kv[i].v.spawn);
-        ref->self = kv[i].v.self;
+        store_value(d, (unsigned char *)state + d->offset, &kv[i].v);
     }
 }
 
@@ -950,11 +1054,7 @@ static void free_state_props(const tks_class *c, void *state)
 {
     for (size_t i = 0; i < c->p->n_props; i++) {
         const tks_prop_desc *d = &c->p->props[i];
-        if (d->type == TKS_PROP_SPAWN) {
-            tkp_spawn_ref *ref = (tkp_spawn_ref *)((unsigned char *)state + d->offset);
-            tks_spawn_req_free(ref->tmpl);
-            ref->tmpl = NULL;
-        }
+        release_field(d, (unsigned char *)state + d->offset);
     }
 }
 
@@ -1254,6 +1354,15 @@ static void read_prop(const tks_prop_desc *d, const void *state, tks_value *v)
         v->self = ref->self;
         break;
     }
+    case TKS_PROP_STRING:
+        v->type = TKS_V_STRING;
+        v->str = *(const char *const *)f;
+        break;
+    case TKS_PROP_IDS:
+        v->type = TKS_V_IDS;
+        v->ids = ((const tkp_ids *)f)->ids;
+        v->n_ids = ((const tkp_ids *)f)->n;
+        break;
     }
 }
 
@@ -1289,15 +1398,26 @@ int tks_entity_set_props(tks_sim *s, tks_id id, const tks_prop_kv *kv, size_t n,
         if (rc)
             return rc;
     }
-    unsigned char *old = NULL;
-    if (c->p->props_changed && c->p->state_size) {
-        old = tk_malloc(c->p->state_size);
+    if (!c->p->props_changed) {
+        apply_props(c, e->state, kv, n);
+        return 0;
+    }
+    /* `old` keeps the replaced strings, ids and templates alive until the
+     * class has seen them: their fields are detached before the apply. */
+    unsigned char *old = c->p->state_size ? tk_malloc(c->p->state_size) : NULL;
+    if (old)
         memcpy(old, e->state, c->p->state_size);
+    for (size_t i = 0; i < n; i++) {
+        const tks_prop_desc *d = find_prop(c, kv[i].key);
+        if (owns_memory(d))
+            detach_field(d, e->state + d->offset);
     }
     apply_props(c, e->state, kv, n);
-    if (c->p->props_changed) {
-        tkp_ctx ctx = make_ctx(s, NULL);
-        c->p->props_changed(&e->obj, old, &ctx);
+    tkp_ctx ctx = make_ctx(s, NULL);
+    c->p->props_changed(&e->obj, old, &ctx);
+    for (size_t i = 0; i < n; i++) {
+        const tks_prop_desc *d = find_prop(c, kv[i].key);
+        release_field(d, old + d->offset);
     }
     tk_free(old);
     return 0;

@@ -69,6 +69,8 @@ typedef tkp_prop_type tks_prop_type;
 #define TKS_PROP_ID TKP_PROP_ID
 #define TKS_PROP_BOOL TKP_PROP_BOOL
 #define TKS_PROP_SPAWN TKP_PROP_SPAWN
+#define TKS_PROP_STRING TKP_PROP_STRING
+#define TKS_PROP_IDS TKP_PROP_IDS
 
 /* ---- spawn requests ----------------------------------------------------- */
 
@@ -129,7 +131,6 @@ size_t tks_class_count(const tks_sim *s);
 const tks_class *tks_class_at(const tks_sim *s, size_t i);
 const tks_class *tks_class_find(const tks_sim *s, const char *name);
 const char *tks_class_name(const tks_class *c);
-size_t tks_class_props(const tks_class *c, const tks_prop_desc **out);
 /* The class's ABI descriptor, and where it came from ("built-in" or the
  * plugin's path). */
 const tkp_class *tks_class_abi(const tks_class *c);
@@ -293,15 +294,5 @@ int tks_tickable_restore(tks_sim *s, const char *cls, const tk_tickable_desc *de
                          const tks_prop_kv *props, size_t n_props, tk_tickable_id id,
                          uint64_t ticks, uint64_t last_frame, double accum_dt,
                          char err[TKS_ERR_MAX]);
-
-/* ---- hooks for the daemon ------------------------------------------------------ */
-
-/* Class names used in engine.info. */
-typedef struct tks_class_info {
-    const char *name;
-    bool batch;            /* has a batch tick */
-} tks_class_info;
-
-void tks_class_info_get(const tks_class *c, tks_class_info *out);
 
 #endif

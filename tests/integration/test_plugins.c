@@ -982,6 +982,78 @@ START_TEST(plugins_tickable_load)
 END_TEST
 
 /*
+ * String and id-list props: typed, limited, checked by the class through
+ * api->prop_string / prop_ids, kept across set_props (props_changed sees the
+ * old string), copied by "self" spawns and saved in snapshots.
+ */
+START_TEST(plugins_string_and_ids_props)
+{
+    tkit_conn *c;
+    tkit_daemon *d = start_paused(&c);
+    long long a = spawn(c, "{\"class\":\"probe\"}");
+    long long b = spawn(c, "{\"class\":\"probe\"}");
+    ck_assert_str_eq(tkit_gets(props(c, a), "label"), "");
+    ck_assert_int_eq(json_array_size(tkit_get(props(c, a), "friends")), 0);
+    long long p = spawn(c, fmt("{\"class\":\"probe\",\"props\":{\"label\":\"hello\","
+                               "\"friends\":[%lld,%lld],\"offspring\":\"self\","
+                               "\"spawn_at\":1}}",
+                               a, b));
+    json_t *pp = props(c, p);
+    ck_assert_str_eq(tkit_gets(pp, "label"), "hello");
+    ck_assert_int_eq(tkit_geti(pp, "friends[0]"), a);
+    ck_assert_int_eq(tkit_geti(pp, "friends[1]"), b);
+    step(c, 1);
+    ck_assert_int_eq(count(c, p, "friends_seen"), 2);
+    /* The "self" copy spawned at its first tick has the same label and friends. */
+    ck_assert_int_eq(count(c, p, "spawned"), 1);
+    json_t *cp = props(c, p + 1);
+    ck_assert_str_eq(tkit_gets(cp, "label"), "hello");
+    ck_assert_int_eq(tkit_geti(cp, "friends[1]"), b);
+
+    /* Refused, creating nothing. */
+    long long before = tkit_geti(tkit_ok(c, "entity.list", NULL), "total");
+    tkit_err(c, TKIT_INVALID_PARAMS, "label: longer than 16 bytes", "entity.spawn",
+             "{\"class\":\"probe\",\"props\":{\"label\":\"seventeen bytes!!\"}}");
+    tkit_err(c, TKIT_INVALID_PARAMS, "label: must be a string", "entity.spawn",
+             "{\"class\":\"probe\",\"props\":{\"label\":5}}");
+    tkit_err(c, TKIT_INVALID_PARAMS, "forbidden", "entity.spawn",
+             "{\"class\":\"probe\",\"props\":{\"label\":\"forbidden\"}}");
+    tkit_err(c, TKIT_INVALID_PARAMS, "must be an array of entity ids", "entity.spawn",
+             "{\"class\":\"probe\",\"props\":{\"friends\":[\"x\"]}}");
+    tkit_err(c, TKIT_INVALID_PARAMS, "more than 4 ids", "entity.spawn",
+             fmt("{\"class\":\"probe\",\"props\":{\"friends\":[%lld,%lld,%lld,%lld,%lld]}}",
+                 a, a, a, a, a));
+    tkit_err(c, TKIT_INVALID_PARAMS, "named twice", "entity.spawn",
+             fmt("{\"class\":\"probe\",\"props\":{\"friends\":[%lld,%lld]}}", a, a));
+    tkit_err(c, TKIT_NOT_FOUND, "friends[1]: entity 999999 does not exist", "entity.spawn",
+             fmt("{\"class\":\"probe\",\"props\":{\"friends\":[%lld,999999]}}", a));
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "entity.list", NULL), "total"), before);
+
+    /* set_props: props_changed sees the old label. */
+    tkit_ok(c, "entity.set_props", "{\"id\":%lld,\"props\":{\"label\":\"self\",\"friends\":[]}}",
+            p);
+    pp = props(c, p);
+    ck_assert_str_eq(tkit_gets(pp, "label"), "self");
+    ck_assert_int_eq(json_array_size(tkit_get(pp, "friends")), 0);
+    ck_assert_int_eq(tkit_geti(pp, "old_label_len"), 5);
+    tkit_ok(c, "entity.set_props", "{\"id\":%lld,\"props\":{\"label\":\"\"}}", p);
+    ck_assert_int_eq(count(c, p, "old_label_len"), 4);
+
+    /* A friend destroyed stays listed; the snapshot keeps both props. */
+    tkit_ok(c, "entity.destroy", "{\"ids\":[%lld]}", a);
+    step(c, 1);
+    ck_assert_int_eq(count(c, p + 1, "friends_seen"), 1);
+    const char *s = tkit_path(d, "s.json");
+    tkit_ok(c, "world.save", "{\"path\":\"%s\"}", s);
+    tkit_ok(c, "world.load", "{\"path\":\"%s\"}", s);
+    cp = props(c, p + 1);
+    ck_assert_str_eq(tkit_gets(cp, "label"), "hello");
+    ck_assert_int_eq(tkit_geti(cp, "friends[0]"), a);
+    tkit_finish(d);
+}
+END_TEST
+
+/*
  * A tickable's plugin timer is owned by the tickable: timer.get names it,
  * it is not saved in snapshots, and tickable.remove clears it.
  */
@@ -1352,6 +1424,7 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, plugins_tickable_destroy_hook);
     tcase_add_test(tc, plugins_tickable_load);
     tcase_add_test(tc, plugins_tickable_timer);
+    tcase_add_test(tc, plugins_string_and_ids_props);
     tcase_add_test(tc, plugins_serial_after_load);
     tcase_add_test(tc, plugins_boids_flock);
     tcase_add_test(tc, plugins_boids_leader_prerequisite);

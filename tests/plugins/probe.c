@@ -6,8 +6,9 @@
  *
  * Two classes:
  *
- *   probe   props of every type (number, count, id, bool, spawn); a `check`
- *           hook that refuses `armed` with a `level` above 50; `create`
+ *   probe   props of every type (number, count, id, bool, spawn, string,
+ *           ids); a `check` hook that refuses `armed` with a `level` above
+ *           50, the label "forbidden" and a friend named twice; `create`
  *           records where the instance lives (api->component, api->entity,
  *           api->class_of) and starts a looping timer (api->timer_set) when
  *           `timer_rate` > 0; each tick counts `steps`, moves `x` by
@@ -15,8 +16,10 @@
  *           probe), copies its `peer`'s level (api->entity_state) into
  *           `seen`, and at tick number `spawn_at` spawns its `offspring`
  *           (api->spawn; a refusal is counted and logged with api->log);
- *           `props_changed` counts changes, keeps the old level and restarts
- *           the timer (api->timer_clear) when `timer_rate` changed;
+ *           counts in `friends_seen` the `friends` that have a position;
+ *           `props_changed` counts changes, keeps the old level and the
+ *           length of the old label, and restarts the timer
+ *           (api->timer_clear) when `timer_rate` changed;
  *           `destroy` counts.  `spare`, a second spawn prop, is never used:
  *           it shows how an unset spawn prop travels (copies, snapshots).
  *           No batch form: it spawns from its tick.
@@ -32,6 +35,7 @@
  * never the serial).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "tickd/plugin.h"
 
@@ -56,6 +60,10 @@ typedef struct probe {
     uint64_t spawn_at;         /* tick number of the spawn, 0: never           */
     uint64_t spawned;          /* spawns that succeeded                        */
     uint64_t spawn_errors;     /* spawns refused                               */
+    const char *label;         /* up to 16 bytes                               */
+    tkp_ids friends;           /* up to 4 entities                             */
+    uint64_t friends_seen;     /* friends with a position at the last tick     */
+    uint64_t old_label_len;    /* strlen of the label before set_props         */
     uint64_t timer;            /* handle of the timer, 0: none (not a prop)    */
 } probe;
 
@@ -85,6 +93,10 @@ static const tkp_prop probe_props[] = {
     CNT("spawn_at", spawn_at),
     CNT("spawned", spawned),
     CNT("spawn_errors", spawn_errors),
+    {"label", TKP_PROP_STRING, offsetof(probe, label), 0, 0, 16, false},
+    {"friends", TKP_PROP_IDS, offsetof(probe, friends), 0, 0, 4, false},
+    CNT("friends_seen", friends_seen),
+    CNT("old_label_len", old_label_len),
 };
 
 static const tkp_class probe_class;
@@ -118,6 +130,21 @@ static int probe_check(const tkp_props *pr, const tkp_ctx *c, char *err, size_t 
         snprintf(err, errlen, "armed: an armed probe needs a level of at most 50 (got %g)", level);
         return -1;
     }
+    const char *label;
+    if (c->api->prop_string(pr, "label", &label) == 0 && strcmp(label, "forbidden") == 0) {
+        snprintf(err, errlen, "label: \"forbidden\" is forbidden");
+        return -1;
+    }
+    const tkp_id *ids;
+    size_t n;
+    if (c->api->prop_ids(pr, "friends", &ids, &n) == 0)
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (ids[i] == ids[j]) {
+                    snprintf(err, errlen, "friends: entity %llu named twice",
+                             (unsigned long long)ids[i]);
+                    return -1;
+                }
     return 0;
 }
 
@@ -144,6 +171,12 @@ static void probe_tick(tkp_obj *o, float dt, const tkp_ctx *c)
     p->x += p->level * dt;
     const probe *peer = p->peer ? c->api->entity_state(c, p->peer, &probe_class) : NULL;
     p->seen = peer ? peer->level : -1;
+    p->friends_seen = 0;
+    for (size_t i = 0; i < p->friends.n; i++) {
+        double xyz[3];
+        if (c->api->entity_position(c, p->friends.ids[i], xyz))
+            p->friends_seen++;
+    }
     if (p->spawn_at == 0 || p->steps != p->spawn_at)
         return;
     char err[200];
@@ -164,6 +197,7 @@ static void probe_props_changed(tkp_obj *o, const void *old, const tkp_ctx *c)
     probe *p = c->api->state(o);
     p->changes++;
     p->old_level = was->level;
+    p->old_label_len = strlen(was->label);
     if (was->timer_rate != p->timer_rate) {
         if (p->timer)
             c->api->timer_clear(c, p->timer);
@@ -272,7 +306,8 @@ int tickd_plugin_init(const tkp_api *api, char *err, size_t errlen);
 int tickd_plugin_init(const tkp_api *api, char *err, size_t errlen)
 {
     if (!api || api->abi != TICKD_PLUGIN_ABI || !api->state || !api->for_each ||
-        !api->entity_state || !api->spawn || !api->timer_set || !api->log) {
+        !api->entity_state || !api->spawn || !api->timer_set || !api->log ||
+        !api->prop_string || !api->prop_ids) {
         snprintf(err, errlen, "host api table is incomplete or of another ABI");
         return -1;
     }
