@@ -1085,6 +1085,22 @@ START_TEST(plugins_tickable_timer)
 }
 END_TEST
 
+/* `method` {"path": path} and world.step {"frames": n} in one batch, so that
+ * no pause frame runs between them (the frame counter moves on while
+ * paused); returns the batch's responses. */
+static json_t *then_step(tkit_conn *c, const char *method, const char *path, int n)
+{
+    tkit_sendf(c,
+               "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\",\"params\":{\"path\":\"%s\"}},"
+               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"world.step\",\"params\":"
+               "{\"frames\":%d}}]\n",
+               method, path, n);
+    json_t *r = tkit_recv(c);
+    ck_assert_msg(json_is_array(r) && !tkit_find(r, "[0].error") && !tkit_find(r, "[1].error"),
+                  "%s", tkit_dump(r));
+    return r;
+}
+
 /*
  * world.load puts ctx->frame back; ctx->serial keeps growing.
  */
@@ -1096,10 +1112,8 @@ START_TEST(plugins_serial_after_load)
     spawn(c, "{\"class\":\"probe\"}");
     step(c, 3);
     const char *s = tkit_path(d, "s.json");
-    tkit_ok(c, "world.save", "{\"path\":\"%s\"}", s);
-    step(c, 5);
-    tkit_ok(c, "world.load", "{\"path\":\"%s\"}", s);
-    step(c, 2);
+    then_step(c, "world.save", s, 5); /* probe ticks at frames S .. S+4 */
+    then_step(c, "world.load", s, 2); /* and again at S, S+1 */
     json_t *tp = tprops(c, t);
     ck_assert_msg(tkit_geti(tp, "frame_back") == 1 && tkit_geti(tp, "serial_back") == 0,
                   "frame and serial across a load: %s", tkit_dump(tp));
@@ -1372,26 +1386,9 @@ START_TEST(plugins_boids_load_replays)
     }
     step(c, 3);
     const char *s = tkit_path(d, "s.json");
-    tkit_sendf(c,
-               "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"world.save\",\"params\":"
-               "{\"path\":\"%s\"}},"
-               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"world.step\","
-               "\"params\":{\"frames\":1}}]\n",
-               s);
-    json_t *r = tkit_recv(c);
-    ck_assert_msg(json_is_array(r) && !tkit_find(r, "[0].error") && !tkit_find(r, "[1].error"),
-                  "%s", tkit_dump(r));
+    then_step(c, "world.save", s, 1);
     json_t *want = all_props(c);
-    tkit_sendf(c,
-               "[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"world.load\",\"params\":"
-               "{\"path\":\"%s\"}},"
-               "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"world.step\","
-               "\"params\":{\"frames\":1}}]\n",
-               s);
-    r = tkit_recv(c);
-    ck_assert_msg(json_is_array(r) && !tkit_find(r, "[0].error") && !tkit_find(r, "[1].error"),
-                  "%s", tkit_dump(r));
-    ck_assert_int_eq(tkit_geti(r, "[0].result.entities"), 13);
+    ck_assert_int_eq(tkit_geti(then_step(c, "world.load", s, 1), "[0].result.entities"), 13);
     json_t *got = all_props(c);
     ck_assert_msg(json_equal(want, got), "replayed frame differs:\nfirst  %s\nreplay %s",
                   tkit_dump(want), tkit_dump(got));
