@@ -46,9 +46,10 @@ int tkd_fuzz_snapshot(const uint8_t *data, size_t size);
 static inline void tkd_fuzz_fail(const char *who, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
 
-/* Remove directory `dir` and the files in it (one level: the targets write
- * files only).  Errors are ignored: this is cleanup. */
-static inline void tkd_fuzz_rmdir(const char *dir)
+/* Remove directory `dir` and what is in it, down to `depth` levels of
+ * subdirectories (the targets write files only: 0).  Errors are ignored:
+ * this is cleanup. */
+static inline void tkd_fuzz_rmdir(const char *dir, int depth)
 {
     DIR *d = opendir(dir);
     if (d) {
@@ -57,8 +58,11 @@ static inline void tkd_fuzz_rmdir(const char *dir)
         while ((e = readdir(d)) != NULL) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                 continue;
-            if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
-                unlink(p);
+            if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p)
+                continue;
+            if (depth > 0)
+                tkd_fuzz_rmdir(p, depth - 1); /* a file: nothing happens */
+            unlink(p);
         }
         closedir(d);
     }
@@ -79,7 +83,7 @@ static inline char *tkd_fuzz_dir_buf_(void)
     return dir;
 }
 
-static inline void tkd_fuzz_dir_cleanup_(void) { tkd_fuzz_rmdir(tkd_fuzz_dir_buf_()); }
+static inline void tkd_fuzz_dir_cleanup_(void) { tkd_fuzz_rmdir(tkd_fuzz_dir_buf_(), 0); }
 
 static inline const char *tkd_fuzz_tmpdir(void)
 {

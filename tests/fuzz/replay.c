@@ -73,23 +73,8 @@ static void tmp_setup(void)
  * directories, one level of files each). */
 static void tmp_cleanup(void)
 {
-    if (!g_tmp[0])
-        return;
-    DIR *d = opendir(g_tmp);
-    if (d) {
-        struct dirent *e;
-        char p[512];
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            if (snprintf(p, sizeof p, "%s/%s", g_tmp, e->d_name) >= (int)sizeof p)
-                continue;
-            tkd_fuzz_rmdir(p);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(g_tmp);
+    if (g_tmp[0])
+        tkd_fuzz_rmdir(g_tmp, 1);
 }
 
 /* Read a whole file (malloc'd; *size its length).  NULL on error. */

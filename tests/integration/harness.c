@@ -1317,3 +1317,32 @@ uint64_t tkit_wait_frames_at(const char *file, int line, tkit_conn *c, uint64_t 
         nap_ms(1);
     }
 }
+
+/*
+ * Run `n` frames as world.step does and return world.trace's "frames" for
+ * exactly those frames (one batch: both are taken at one frame boundary).
+ */
+json_t *tkit_step_traced(tkit_conn *c, int n)
+{
+    tkit_sendf(c,
+               "[{\"jsonrpc\":\"2.0\",\"id\":\"tr\",\"method\":\"world.trace\","
+               "\"params\":{\"frames\":%d}},"
+               "{\"jsonrpc\":\"2.0\",\"id\":\"st\",\"method\":\"world.step\","
+               "\"params\":{\"frames\":%d}}]\n",
+               n, n);
+    json_t *r = tkit_recv(c);
+    ck_assert_msg(json_is_array(r) && json_array_size(r) == 2, "trace+step -> %s", tkit_dump(r));
+    json_t *frames = NULL;
+    for (size_t i = 0; i < 2; i++) {
+        json_t *m = json_array_get(r, i);
+        json_t *res = tkit_assert_result(m);
+        if (strcmp(tkit_gets(m, "id"), "tr") == 0)
+            frames = tkit_get(res, "frames");
+    }
+    ck_assert_msg(frames && json_array_size(frames) == (size_t)n, "trace of %d frames: %s", n,
+                  tkit_dump(r));
+    for (size_t i = 1; i < (size_t)n; i++)
+        ck_assert_int_eq(tkit_geti(json_array_get(frames, i), "frame"),
+                         tkit_geti(json_array_get(frames, i - 1), "frame") + 1);
+    return frames;
+}

@@ -301,6 +301,11 @@ uint64_t tkit_frame_at(const char *file, int line, tkit_conn *c);
  * fails at the deadline.  Returns the frame reached. */
 uint64_t tkit_wait_frames_at(const char *file, int line, tkit_conn *c, uint64_t n);
 
+/* Run `n` frames as world.step does (the world paused) and return
+ * world.trace's "frames" for exactly those frames: one batch, so both are
+ * taken at one frame boundary. */
+json_t *tkit_step_traced(tkit_conn *c, int n);
+
 /* Fail the test at file:line with a printf-formatted message. */
 void tkit_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));

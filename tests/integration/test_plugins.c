@@ -132,31 +132,6 @@ static long long listed(tkit_conn *c, const char *cls)
     return tkit_geti(tkit_ok(c, "entity.list", "{\"class\":\"%s\",\"limit\":0}", cls), "total");
 }
 
-/*
- * Run `n` frames with world.trace and world.step in one batch (both taken
- * at the same frame boundary) and return the trace's frames.
- */
-static json_t *step_traced(tkit_conn *c, int n)
-{
-    tkit_sendf(c,
-               "[{\"jsonrpc\":\"2.0\",\"id\":\"tr\",\"method\":\"world.trace\","
-               "\"params\":{\"frames\":%d}},"
-               "{\"jsonrpc\":\"2.0\",\"id\":\"st\",\"method\":\"world.step\","
-               "\"params\":{\"frames\":%d}}]\n",
-               n, n);
-    json_t *r = tkit_recv(c);
-    ck_assert_msg(json_is_array(r) && json_array_size(r) == 2, "trace+step -> %s", tkit_dump(r));
-    json_t *frames = NULL;
-    for (size_t i = 0; i < 2; i++) {
-        json_t *m = json_array_get(r, i);
-        json_t *res = tkit_assert_result(m);
-        if (strcmp(tkit_gets(m, "id"), "tr") == 0)
-            frames = tkit_get(res, "frames");
-    }
-    ck_assert_msg(frames && json_array_size(frames) == (size_t)n, "trace: %s", tkit_dump(r));
-    return frames;
-}
-
 /* Index of (entity, component; -1 = actor) in a trace frame's ticks, -1 if absent. */
 static long trace_index(json_t *ticks, long long id, int comp)
 {
@@ -710,7 +685,7 @@ START_TEST(plugins_roles)
 
     /* world.trace: the probe's actor and component tick, the follower after
      * the probe it follows. */
-    json_t *frames = step_traced(c, 2);
+    json_t *frames = tkit_step_traced(c, 2);
     for (size_t i = 0; i < 2; i++) {
         json_t *ticks = tkit_get(json_array_get(frames, i), "ticks");
         long ia = trace_index(ticks, a, -1), ie = trace_index(ticks, e, 1),
@@ -1213,7 +1188,7 @@ START_TEST(plugins_boids_leader_prerequisite)
     }
     ck_assert_int_eq(json_array_size(tkit_get(entity(c, b + 2), "prerequisites")), 0);
 
-    json_t *frames = step_traced(c, 2);
+    json_t *frames = tkit_step_traced(c, 2);
     for (size_t f = 0; f < 2; f++) {
         json_t *ticks = tkit_get(json_array_get(frames, f), "ticks");
         long il = trace_index(ticks, lead, -1);
@@ -1238,7 +1213,7 @@ START_TEST(plugins_boids_leader_prerequisite)
     json_t *pre = tkit_get(entity(c, b), "prerequisites");
     ck_assert_msg(json_array_size(pre) == 1 && tkit_geti(pre, "[0]") == lead2, "%s",
                   tkit_dump(pre));
-    frames = step_traced(c, 1);
+    frames = tkit_step_traced(c, 1);
     json_t *ticks = tkit_get(json_array_get(frames, 0), "ticks");
     long ib = trace_index(ticks, b, -1);
     ck_assert_msg(ib > trace_index(ticks, lead2, -1), "%s", tkit_dump(ticks));

@@ -10,7 +10,7 @@
  * Time is driven in exact steps: the daemon runs with --fixed-dt (0.01 s,
  * or 1/128 s where strict expiry matters, so that every sum is exact in
  * binary), the world is paused, and frames run only through world.step.
- * step_traced() puts world.trace and world.step in one batch, so both are
+ * tkit_step_traced() puts world.trace and world.step in one batch, so both are
  * taken at the same frame boundary and the trace covers exactly the
  * stepped frames.  Not here: result shapes and error codes (test_methods.c).
  */
@@ -44,35 +44,6 @@ static long long spawn(tkit_conn *c, const char *params)
 }
 
 static void step(tkit_conn *c, int n) { tkit_ok(c, "world.step", "{\"frames\":%d}", n); }
-
-/*
- * Run `n` frames as world.step does and return world.trace's "frames" for
- * exactly those frames (one batch: both are taken at one frame boundary).
- */
-static json_t *step_traced(tkit_conn *c, int n)
-{
-    tkit_sendf(c,
-               "[{\"jsonrpc\":\"2.0\",\"id\":\"tr\",\"method\":\"world.trace\","
-               "\"params\":{\"frames\":%d}},"
-               "{\"jsonrpc\":\"2.0\",\"id\":\"st\",\"method\":\"world.step\","
-               "\"params\":{\"frames\":%d}}]\n",
-               n, n);
-    json_t *r = tkit_recv(c);
-    ck_assert_msg(json_is_array(r) && json_array_size(r) == 2, "trace+step -> %s", tkit_dump(r));
-    json_t *frames = NULL;
-    for (size_t i = 0; i < 2; i++) {
-        json_t *m = json_array_get(r, i);
-        json_t *res = tkit_assert_result(m);
-        if (strcmp(tkit_gets(m, "id"), "tr") == 0)
-            frames = tkit_get(res, "frames");
-    }
-    ck_assert_msg(frames && json_array_size(frames) == (size_t)n, "trace of %d frames: %s", n,
-                  tkit_dump(r));
-    for (size_t i = 1; i < (size_t)n; i++)
-        ck_assert_int_eq(tkit_geti(json_array_get(frames, i), "frame"),
-                         tkit_geti(json_array_get(frames, i - 1), "frame") + 1);
-    return frames;
-}
 
 /* The ticks of trace frame `i`. */
 static json_t *ticks_of(json_t *frames, size_t i)
@@ -136,7 +107,7 @@ START_TEST(semantics_group_order)
         if (i == 0)
             first = id;
     }
-    json_t *frames = step_traced(c, 2);
+    json_t *frames = tkit_step_traced(c, 2);
     for (size_t f = 0; f < 2; f++) {
         json_t *ticks = ticks_of(frames, f);
         ck_assert_int_eq(json_array_size(ticks), 7);
@@ -153,15 +124,15 @@ START_TEST(semantics_prerequisite_order)
     tkit_daemon *d = start_paused(NULL, &c);
     long long a = spawn(c, "{\"class\":\"counter\"}");
     long long b = spawn(c, "{\"class\":\"counter\"}");
-    json_t *ticks = ticks_of(step_traced(c, 1), 0);
+    json_t *ticks = ticks_of(tkit_step_traced(c, 1), 0);
     assert_tick(ticks, 0, a, -1, "pre_physics"); /* registration order */
     assert_tick(ticks, 1, b, -1, "pre_physics");
     tkit_ok(c, "tick.add_prerequisite", "{\"id\":%lld,\"prerequisite\":{\"id\":%lld}}", a, b);
-    ticks = ticks_of(step_traced(c, 1), 0);
+    ticks = ticks_of(tkit_step_traced(c, 1), 0);
     assert_tick(ticks, 0, b, -1, "pre_physics"); /* prerequisites first */
     assert_tick(ticks, 1, a, -1, "pre_physics");
     tkit_ok(c, "tick.remove_prerequisite", "{\"id\":%lld,\"prerequisite\":{\"id\":%lld}}", a, b);
-    ticks = ticks_of(step_traced(c, 1), 0);
+    ticks = ticks_of(tkit_step_traced(c, 1), 0);
     assert_tick(ticks, 0, a, -1, "pre_physics");
     tkit_finish(d);
 }
@@ -176,7 +147,7 @@ START_TEST(semantics_prerequisite_demotes)
     long long a = spawn(c, "{\"class\":\"counter\"}");
     long long b = spawn(c, "{\"class\":\"counter\",\"tick\":{\"group\":\"post_physics\"}}");
     tkit_ok(c, "tick.add_prerequisite", "{\"id\":%lld,\"prerequisite\":{\"id\":%lld}}", a, b);
-    json_t *ticks = ticks_of(step_traced(c, 1), 0);
+    json_t *ticks = ticks_of(tkit_step_traced(c, 1), 0);
     ck_assert_int_eq(json_array_size(ticks), 2);
     assert_tick(ticks, 0, b, -1, "post_physics");
     assert_tick(ticks, 1, a, -1, "post_physics");
@@ -197,7 +168,7 @@ START_TEST(semantics_follower_skips_start_physics)
     char p[128];
     snprintf(p, sizeof p, "{\"class\":\"follower\",\"props\":{\"target\":%lld}}", t);
     long long f = spawn(c, p);
-    json_t *ticks = ticks_of(step_traced(c, 1), 0);
+    json_t *ticks = ticks_of(tkit_step_traced(c, 1), 0);
     ck_assert_int_eq(json_array_size(ticks), 2);
     assert_tick(ticks, 0, t, -1, "start_physics");
     assert_tick(ticks, 1, f, -1, "during_physics");
@@ -235,7 +206,7 @@ START_TEST(semantics_high_priority_first)
     tkit_daemon *d = start_paused(NULL, &c);
     long long a = spawn(c, "{\"class\":\"counter\",\"count\":3}");
     long long hp = spawn(c, "{\"class\":\"mover\",\"tick\":{\"high_priority\":true}}");
-    json_t *ticks = ticks_of(step_traced(c, 1), 0);
+    json_t *ticks = ticks_of(tkit_step_traced(c, 1), 0);
     ck_assert_int_eq(json_array_size(ticks), 4);
     assert_tick(ticks, 0, hp, -1, "pre_physics");
     for (int k = 0; k < 3; k++)
@@ -250,7 +221,7 @@ START_TEST(semantics_components_tick)
     tkit_daemon *d = start_paused(NULL, &c);
     long long a = spawn(c, "{\"class\":\"counter\",\"components\":[{\"class\":\"counter\"},"
                            "{\"class\":\"mover\",\"tick\":{\"group\":\"post_physics\"}}]}");
-    json_t *ticks = ticks_of(step_traced(c, 1), 0);
+    json_t *ticks = ticks_of(tkit_step_traced(c, 1), 0);
     ck_assert_int_eq(json_array_size(ticks), 3);
     bool actor = false, c0 = false, c1 = false;
     size_t i;
@@ -285,14 +256,14 @@ START_TEST(semantics_tick_set_takes_effect_next_frame)
     tkit_daemon *d = start_paused(NULL, &c);
     long long a = spawn(c, "{\"class\":\"counter\",\"count\":2}");
     tkit_ok(c, "tick.set", "{\"id\":%lld,\"group\":\"last_demotable\"}", a);
-    json_t *ticks = ticks_of(step_traced(c, 1), 0);
+    json_t *ticks = ticks_of(tkit_step_traced(c, 1), 0);
     assert_tick(ticks, 0, a + 1, -1, "pre_physics");
     assert_tick(ticks, 1, a, -1, "last_demotable");
     /* disabled: never ticks; enabled again: ticks from the next frame */
     tkit_ok(c, "tick.set", "{\"ids\":[%lld,%lld],\"enabled\":false}", a, a + 1);
-    ck_assert_int_eq(json_array_size(ticks_of(step_traced(c, 3), 2)), 0);
+    ck_assert_int_eq(json_array_size(ticks_of(tkit_step_traced(c, 3), 2)), 0);
     tkit_ok(c, "tick.set", "{\"id\":%lld,\"enabled\":true}", a + 1);
-    ticks = ticks_of(step_traced(c, 1), 0);
+    ticks = ticks_of(tkit_step_traced(c, 1), 0);
     ck_assert_int_eq(json_array_size(ticks), 1);
     assert_tick(ticks, 0, a + 1, -1, "pre_physics");
     ck_assert_int_eq(tick_count(c, a), 1);
@@ -310,7 +281,7 @@ START_TEST(semantics_cycle_ignored_and_logged)
     long long a = spawn(c, "{\"class\":\"counter\",\"count\":2}");
     tkit_ok(c, "tick.add_prerequisite", "{\"id\":%lld,\"prerequisite\":{\"id\":%lld}}", a, a + 1);
     tkit_ok(c, "tick.add_prerequisite", "{\"id\":%lld,\"prerequisite\":{\"id\":%lld}}", a + 1, a);
-    json_t *ticks = ticks_of(step_traced(c, 1), 0);
+    json_t *ticks = ticks_of(tkit_step_traced(c, 1), 0);
     ck_assert_int_eq(json_array_size(ticks), 2); /* both ran, once each */
     ck_assert_int_ne(tkit_geti(ticks, "[0].entity"), tkit_geti(ticks, "[1].entity"));
     ck_assert_int_eq(tkit_geti(entity(c, a), "prerequisites[0]"), a + 1);
@@ -332,7 +303,7 @@ START_TEST(semantics_interval_frames)
     tkit_conn *c;
     tkit_daemon *d = start_paused(NULL, &c);
     long long a = spawn(c, "{\"class\":\"counter\",\"tick\":{\"interval\":0.1}}");
-    json_t *frames = step_traced(c, 16);
+    json_t *frames = tkit_step_traced(c, 16);
     long long f0 = tkit_geti(json_array_get(frames, 0), "frame");
     for (size_t i = 0; i < 16; i++) {
         size_t n = json_array_size(ticks_of(frames, i));
@@ -349,7 +320,7 @@ START_TEST(semantics_interval_frames)
      * time does not) */
     step(c, 5); /* frames 16..20 */
     ck_assert_int_eq(tick_count(c, a), 2);
-    frames = step_traced(c, 1); /* frame 21 */
+    frames = tkit_step_traced(c, 1); /* frame 21 */
     ck_assert_int_eq(json_array_size(ticks_of(frames, 0)), 1);
     e = entity(c, a);
     ck_assert_int_eq(tkit_geti(e, "tick.ticks"), 3);
@@ -357,7 +328,7 @@ START_TEST(semantics_interval_frames)
     ck_assert_double_eq_tol(tkit_getd(e, "tick.last_dt"), 0.10, 1e-5);
     step(c, 9); /* frames 22..30 */
     ck_assert_int_eq(tick_count(c, a), 3);
-    frames = step_traced(c, 1); /* frame 31 */
+    frames = tkit_step_traced(c, 1); /* frame 31 */
     ck_assert_int_eq(json_array_size(ticks_of(frames, 0)), 1);
     e = entity(c, a);
     ck_assert_int_eq(tkit_geti(e, "tick.ticks"), 4);
@@ -373,13 +344,13 @@ START_TEST(semantics_interval_exact_binary)
     tkit_conn *c;
     tkit_daemon *d = start_paused(exact_cfg, &c);
     long long a = spawn(c, "{\"class\":\"counter\",\"tick\":{\"interval\":0.0625}}");
-    json_t *frames = step_traced(c, 16);
+    json_t *frames = tkit_step_traced(c, 16);
     for (size_t i = 0; i < 16; i++) {
         size_t n = json_array_size(ticks_of(frames, i));
         ck_assert_msg(n == (i == 0 || i == 9 ? 1u : 0u), "frame %zu: %s", i,
                       tkit_dump(ticks_of(frames, i)));
     }
-    frames = step_traced(c, 16); /* frames 16..31 */
+    frames = tkit_step_traced(c, 16); /* frames 16..31 */
     for (size_t i = 0; i < 16; i++) {
         size_t n = json_array_size(ticks_of(frames, i));
         ck_assert_msg(n == (i == 1 || i == 9 ? 1u : 0u), "frame %zu: %s", i + 16,
@@ -561,7 +532,7 @@ START_TEST(semantics_timer_one_shot_action)
     ck_assert(!tkit_getb(timer(c, h), "loop"));
     step(c, 9); /* S0..S8 */
     ck_assert_int_eq(live_entities(c), 0);
-    json_t *ticks = ticks_of(step_traced(c, 1), 0); /* S9: fires */
+    json_t *ticks = ticks_of(tkit_step_traced(c, 1), 0); /* S9: fires */
     ck_assert_int_eq(live_entities(c), 1);
     long long id = tkit_geti(tkit_ok(c, "entity.list", NULL), "ids[0]");
     ck_assert_int_eq(json_array_size(ticks), 1);
@@ -709,7 +680,7 @@ START_TEST(semantics_newly_spawned_same_frame)
     tkit_daemon *d = start_paused(NULL, &c);
     long long s = spawn(c, "{\"class\":\"spawner\",\"props\":{\"spawn\":{\"class\":\"counter\"},"
                            "\"every\":1,\"max_total\":1}}");
-    json_t *frames = step_traced(c, 2);
+    json_t *frames = tkit_step_traced(c, 2);
     json_t *ticks = ticks_of(frames, 0);
     ck_assert_int_eq(json_array_size(ticks), 2);
     assert_tick(ticks, 0, s, -1, "pre_physics");
@@ -734,7 +705,7 @@ START_TEST(semantics_newly_spawned_drain)
     long long s = spawn(c, "{\"class\":\"spawner\",\"tick\":{\"group\":\"last_demotable\"},"
                            "\"props\":{\"spawn\":{\"class\":\"counter\",\"count\":2},"
                            "\"every\":2,\"max_total\":2}}");
-    json_t *frames = step_traced(c, 5);
+    json_t *frames = tkit_step_traced(c, 5);
     ck_assert_int_eq(json_array_size(ticks_of(frames, 0)), 1);
     json_t *ticks = ticks_of(frames, 1); /* 2nd tick: spawns 2 */
     ck_assert_int_eq(json_array_size(ticks), 3);
@@ -757,7 +728,7 @@ START_TEST(semantics_runaway_cut)
     tkit_daemon *d = start_paused(NULL, &c);
     long long s = spawn(c, "{\"class\":\"spawner\",\"tick\":{\"group\":\"last_demotable\"},"
                            "\"props\":{\"spawn\":\"self\",\"every\":1,\"max_total\":1}}");
-    json_t *ticks = ticks_of(step_traced(c, 1), 0);
+    json_t *ticks = ticks_of(tkit_step_traced(c, 1), 0);
     ck_assert_int_eq(json_array_size(ticks), 1 + 101);
     assert_tick(ticks, 0, s, -1, "last_demotable");
     for (size_t k = 1; k <= 101; k++)
@@ -768,7 +739,7 @@ START_TEST(semantics_runaway_cut)
     ck_assert_msg(strstr(tkit_stderr(d), "runaway"), "the cut was not logged:\n%s", tkit_stderr(d));
     /* Next frame the held-back copy ticks in its own group and its chain
      * runs away again. */
-    ticks = ticks_of(step_traced(c, 1), 0);
+    ticks = ticks_of(tkit_step_traced(c, 1), 0);
     ck_assert_int_eq(json_array_size(ticks), 103 + 101);
     ck_assert_int_eq(live_entities(c), 1 + 102 + 102);
     tkit_ok(c, "engine.info", NULL);
@@ -802,7 +773,7 @@ START_TEST(semantics_not_on_dedicated_server)
     tkit_daemon *d = start_paused(NULL, &c);
     long long a = spawn(c, "{\"class\":\"counter\",\"tick\":{\"on_dedicated_server\":false},"
                            "\"components\":[{\"class\":\"counter\"}]}");
-    json_t *ticks = ticks_of(step_traced(c, 3), 2);
+    json_t *ticks = ticks_of(tkit_step_traced(c, 3), 2);
     ck_assert_int_eq(json_array_size(ticks), 1);
     assert_tick(ticks, 0, a, 0, "pre_physics");
     json_t *e = entity(c, a);
