@@ -56,7 +56,8 @@ typedef struct tkp_api tkp_api;
 typedef enum tkp_prop_type {
     TKP_PROP_NUMBER = 0, /* double; finite, in [min, max]                     */
     TKP_PROP_COUNT = 1,  /* uint64_t; an integer in [min, max]                 */
-    TKP_PROP_ID = 2,     /* uint64_t; an entity id that exists when given      */
+    TKP_PROP_ID = 2,     /* uint64_t; an entity id that exists when given, or
+                            0 (none, the default; refused if required)      */
     TKP_PROP_BOOL = 3,   /* bool                                               */
     TKP_PROP_SPAWN = 4,  /* tkp_spawn_ref: entity.spawn params or "self"       */
     TKP_PROP_STRING = 5, /* const char *: a string of at most `max` bytes
