@@ -1638,27 +1638,27 @@ static bool d_run(uint64_t seed, int midframe_pct, bool cycles, unsigned frames,
     return ok;
 }
 
+/* One differential run; its first difference also goes to stderr. */
+static void differential(const char *what, uint64_t seed, int midframe_pct, bool cycles)
+{
+    char why[3072];
+    bool ok = d_run(seed, midframe_pct, cycles, D_FRAMES, why, sizeof why);
+    if (!ok)
+        fprintf(stderr, "tick_model_differential_%s: %s\n", what, why);
+    ck_assert_msg(ok, "%s", why);
+}
+
 /* Between-frame operations only. */
 START_TEST(tick_model_differential_between)
 {
-    char why[3072];
-    uint64_t seed = 1000 + (uint64_t)_i;
-    bool ok = d_run(seed, 0, false, D_FRAMES, why, sizeof why);
-    if (!ok)
-        fprintf(stderr, "tick_model_differential_between: %s\n", why);
-    ck_assert_msg(ok, "%s", why);
+    differential("between", 1000 + (uint64_t)_i, 0, false);
 }
 END_TEST
 
 /* Also from inside ticks. */
 START_TEST(tick_model_differential_midframe)
 {
-    char why[3072];
-    uint64_t seed = 2000 + (uint64_t)_i;
-    bool ok = d_run(seed, 12, false, D_FRAMES, why, sizeof why);
-    if (!ok)
-        fprintf(stderr, "tick_model_differential_midframe: %s\n", why);
-    ck_assert_msg(ok, "%s", why);
+    differential("midframe", 2000 + (uint64_t)_i, 12, false);
 }
 END_TEST
 
@@ -1666,12 +1666,7 @@ END_TEST
  * Unreal's walk in registration order and tickd's drop the same edges. */
 START_TEST(tick_model_differential_cycles)
 {
-    char why[3072];
-    uint64_t seed = 3000 + (uint64_t)_i;
-    bool ok = d_run(seed, 8, true, D_FRAMES, why, sizeof why);
-    if (!ok)
-        fprintf(stderr, "tick_model_differential_cycles: %s\n", why);
-    ck_assert_msg(ok, "%s", why);
+    differential("cycles", 3000 + (uint64_t)_i, 8, true);
 }
 END_TEST
 

@@ -380,6 +380,15 @@ static const char *req(const char *method, int id, const char *params)
     return b;
 }
 
+/* The connection still answers: an echo with `id` comes back. */
+static void assert_alive(conn *c, int id)
+{
+    conn_send(c, req("echo", id, NULL));
+    json_t *r = conn_recv(c);
+    ck_assert_int_eq(id_of(r), id);
+    json_decref(r);
+}
+
 static const char *note(const char *method)
 {
     static char buf[4][256];
@@ -478,10 +487,7 @@ START_TEST(server_error_codes)
     json_decref(r);
     ck_assert_ptr_nonnull(strstr(F.log, "neither answered nor deferred"));
     /* the connection survives every one of them */
-    conn_send(c, req("echo", 8, NULL));
-    r = conn_recv(c);
-    ck_assert_int_eq(id_of(r), 8);
-    json_decref(r);
+    assert_alive(c, 8);
     conn_close(c);
 }
 END_TEST
@@ -551,10 +557,7 @@ START_TEST(server_batches)
     /* only notifications: executed, no response at all */
     conn_send(c, "[{\"jsonrpc\":\"2.0\",\"method\":\"count\"},"
                  "{\"jsonrpc\":\"2.0\",\"method\":\"count\"}]\n");
-    conn_send(c, req("echo", 9, NULL));
-    r = conn_recv(c);
-    ck_assert_int_eq(id_of(r), 9);
-    json_decref(r);
+    assert_alive(c, 9);
     ck_assert_int_eq(F.counted, 4);
 
     /* over max_batch: one -32003 object, nothing executed */
@@ -767,10 +770,7 @@ START_TEST(server_oversized_line)
     ck_assert(conn_wait_eof(a));
     ck_assert_ptr_nonnull(strstr(F.log, "line exceeds control.max_line"));
     /* the daemon keeps serving others */
-    conn_send(b, req("echo", 2, NULL));
-    r = conn_recv(b);
-    ck_assert_int_eq(id_of(r), 2);
-    json_decref(r);
+    assert_alive(b, 2);
     /* exactly max_line bytes is fine, \r\n included */
     char line[1100];
     snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":{\"s\":\"");
@@ -828,10 +828,7 @@ START_TEST(server_binary_junk)
     r = conn_recv(c);
     ck_assert_int_eq(code_of(r), TKD_RPC_PARSE_ERROR);
     json_decref(r);
-    conn_send(c, req("echo", 2, NULL));
-    r = conn_recv(c);
-    ck_assert_int_eq(id_of(r), 2);
-    json_decref(r);
+    assert_alive(c, 2);
     conn_close(c);
 }
 END_TEST
@@ -849,10 +846,7 @@ START_TEST(server_deep_nesting)
     ck_assert_int_eq(code_of(r), TKD_RPC_PARSE_ERROR);
     ck_assert_ptr_nonnull(strstr(message_of(r), "nesting"));
     json_decref(r);
-    conn_send(c, req("echo", 1, NULL));
-    r = conn_recv(c);
-    ck_assert_int_eq(id_of(r), 1);
-    json_decref(r);
+    assert_alive(c, 1);
     conn_close(c);
 }
 END_TEST
@@ -905,10 +899,7 @@ START_TEST(server_max_clients)
     conn_close(c[1]);
     pumps(2);
     conn *again = conn_open();
-    conn_send(again, req("echo", 2, NULL));
-    r = conn_recv(again);
-    ck_assert_int_eq(id_of(r), 2);
-    json_decref(r);
+    assert_alive(again, 2);
     conn_close(again);
     conn_close(c[0]);
     conn_close(c[2]);
@@ -980,10 +971,7 @@ START_TEST(server_slow_subscriber)
     /* bounded: a quarter of the cap plus one event */
     ck_assert_uint_le(peak, max_output / 4 + 512);
     /* nobody else is stalled */
-    conn_send(other, req("echo", 7, NULL));
-    r = conn_recv(other);
-    ck_assert_int_eq(id_of(r), 7);
-    json_decref(r);
+    assert_alive(other, 7);
     /* no subscriber of "stats": nothing serialized or sent */
     ck_assert_int_eq(tkd_server_publish(F.srv, TKD_TOPIC_STATS, json_object()), 0);
     ck_assert_int_eq(tkd_server_publish(F.srv, (tkd_topic)99, json_object()), TK_EINVAL);
