@@ -1429,40 +1429,29 @@ static json_t *topics_json(unsigned mask)
     return a;
 }
 
-static void m_events_subscribe(req *r)
+/* events.subscribe / events.unsubscribe: the connection's topics after the
+ * change (and, subscribing, the events it has lost so far). */
+static void events_change(req *r, bool subscribe)
 {
     KEYS("topics");
     unsigned mask;
-    if (read_topics(r, "topics", &mask, true) < 0)
+    if (read_topics(r, "topics", &mask, subscribe) < 0)
         return;
     tkd_client *c = r->call ? tkd_call_client(r->call) : NULL;
     if (!c) {
         fail(r, -32002, "events need a connection to be sent on");
         return;
     }
-    unsigned now = tkd_server_subscribe(c, mask);
+    unsigned now = subscribe ? tkd_server_subscribe(c, mask) : tkd_server_unsubscribe(c, mask);
     json_t *o = json_object();
     json_object_set_new(o, "topics", topics_json(now));
-    json_object_set_new(o, "dropped", jid(tkd_client_dropped(c)));
+    if (subscribe)
+        json_object_set_new(o, "dropped", jid(tkd_client_dropped(c)));
     ok(r, o);
 }
 
-static void m_events_unsubscribe(req *r)
-{
-    KEYS("topics");
-    unsigned mask;
-    if (read_topics(r, "topics", &mask, false) < 0)
-        return;
-    tkd_client *c = r->call ? tkd_call_client(r->call) : NULL;
-    if (!c) {
-        fail(r, -32002, "events need a connection to be sent on");
-        return;
-    }
-    unsigned now = tkd_server_unsubscribe(c, mask);
-    json_t *o = json_object();
-    json_object_set_new(o, "topics", topics_json(now));
-    ok(r, o);
-}
+static void m_events_subscribe(req *r) { events_change(r, true); }
+static void m_events_unsubscribe(req *r) { events_change(r, false); }
 
 /* ---- the table --------------------------------------------------------------------------- */
 
