@@ -49,8 +49,22 @@ typedef struct tk_frame_info {
     uint64_t start_ns;      /* monotonic start (after the wait)            */
     uint64_t raw_dt_ns;     /* after max_dt, before world clamps/dilation  */
     uint64_t world_dt_ns;   /* dilated world dt                            */
-    uint64_t work_ns;       /* monotonic time spent in steps 2-5           */
+    uint64_t work_ns;       /* monotonic time spent in steps 2-5, plus the
+                               work done in the wait hook before it and the
+                               previous frame's post_frame hook: every ns of
+                               the frame thread that was not idle          */
     uint64_t wait_ns;       /* time spent in the wait hook before it       */
+    /* work_ns split (they add up to work_ns): */
+    uint64_t requests_ns;   /* deferred commands: the pre_world hook plus
+                               TK_WORK_REQUESTS added by the wait hook     */
+    uint64_t world_ns;      /* the world tick (ticks, timers, tickables;
+                               tk_world_get_frame_stats splits it further) */
+    uint64_t ticker_ns;     /* the core ticker                             */
+    uint64_t other_ns;      /* the previous post_frame hook (events, stats),
+                               TK_WORK_OTHER added by the wait hook, and
+                               the clock reads around them                 */
+    uint64_t gap_ns;        /* start of this frame - start of the previous
+                               (what a client sees; 0 for the first)      */
     uint64_t period_ns;     /* target period (0 = unlimited)               */
     bool overrun;           /* work_ns > period_ns                         */
     bool paused;            /* ran as a pause frame                        */
@@ -97,6 +111,15 @@ int tk_engine_set_fixed_dt(tk_engine_t *e, double s);
 double tk_engine_fixed_dt(const tk_engine_t *e);
 int tk_engine_set_max_dt(tk_engine_t *e, double s);
 double tk_engine_max_dt(const tk_engine_t *e);
+/*
+ * Work the wait hook did on the frame thread (e.g. requests run between
+ * frames), attributed to the next frame: it is added to that frame's
+ * work_ns (and so to mspt and overruns) under `kind`.  Call from the wait
+ * hook with the ns it measured.
+ */
+typedef enum tk_work_kind { TK_WORK_REQUESTS = 0, TK_WORK_OTHER = 1 } tk_work_kind;
+void tk_engine_add_work(tk_engine_t *e, tk_work_kind kind, uint64_t ns);
+
 /* While set, frames are not paced (Minecraft's /tick sprint). */
 void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced);
 
@@ -118,6 +141,8 @@ typedef struct tk_engine_stats {
     tk_mspt mspt;
     uint64_t overruns;                /* frames whose work exceeded the period */
     double behind_s;                  /* how far the loop is behind its pace  */
+    double gap_max_ms_10s;            /* largest gap between frame starts over
+                                         the last 10 whole seconds + this one */
     tk_frame_info last;               /* the last frame                       */
 } tk_engine_stats;
 

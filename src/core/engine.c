@@ -21,6 +21,8 @@
 #include "tickd/error.h"
 
 #define DEFAULT_SPIN_NS 100000ull /* final spin of the default wait */
+#define GAP_WINDOW_S 10           /* gap_max_ms_10s                  */
+#define GAP_RING (GAP_WINDOW_S + 1)
 
 struct tk_engine {
     tk_world_t *world;
@@ -46,6 +48,10 @@ struct tk_engine {
     uint64_t last_start_ns;  /* start of the previous frame (after wait)   */
     uint64_t overruns;       /* frames whose work exceeded the period      */
     uint64_t behind_ns;      /* accumulated lateness of consecutive slow frames */
+    uint64_t carry_ns[2];    /* work of the wait hook / last post_frame, by
+                                tk_work_kind, for the next frame           */
+    uint64_t gap_max[GAP_RING]; /* largest frame gap per second ...       */
+    uint64_t gap_sec[GAP_RING]; /* ... and the second (start_ns / 1e9) + 1 */
     tk_frame_info last;
 };
 
@@ -125,10 +131,29 @@ static uint64_t period_ns(const tk_engine_t *e)
     return p < 1e15 ? (uint64_t)llround(p) : UINT64_C(1000000000000000); /* tiny rates: 11 days */
 }
 
+static void record_gap(tk_engine_t *e, uint64_t start, uint64_t gap)
+{
+    uint64_t sec = start / 1000000000ull + 1; /* + 1: 0 marks an empty slot */
+    size_t i = (size_t)(sec % GAP_RING);
+    if (e->gap_sec[i] != sec) {
+        e->gap_sec[i] = sec;
+        e->gap_max[i] = 0;
+    }
+    if (gap > e->gap_max[i])
+        e->gap_max[i] = gap;
+}
+
+void tk_engine_add_work(tk_engine_t *e, tk_work_kind kind, uint64_t ns)
+{
+    if ((unsigned)kind < 2)
+        e->carry_ns[kind] += ns;
+}
+
 int tk_engine_frame(tk_engine_t *e)
 {
     uint64_t period = period_ns(e);
     uint64_t now = e->clock(e->clock_ud);
+    bool first = !e->started;
     if (!e->started) {
         /* Unreal starts LastRealTime 0.1 ms in the past so the first delta is
          * not zero; with a period we start one period in the past so the
@@ -164,6 +189,7 @@ int tk_engine_frame(tk_engine_t *e)
 
     /* 2. Time: the one clock read that drives the frame. */
     uint64_t start = now;
+    uint64_t gap = first ? 0 : start - e->last_start_ns;
     uint64_t real = start - e->last_start_ns;
     uint64_t raw = e->fixed_dt_ns ? e->fixed_dt_ns : real;
     if (e->max_dt_ns && raw > e->max_dt_ns)
@@ -177,11 +203,15 @@ int tk_engine_frame(tk_engine_t *e)
     e->last_start_ns = start;
 
     /* 3. Deferred commands. */
-    if (e->pre_world)
+    uint64_t t_req = start;
+    if (e->pre_world) {
         e->pre_world(e->hook_ud, e);
+        t_req = e->clock(e->clock_ud);
+    }
 
     /* 4. World. */
     tk__world_tick(e->world, raw);
+    uint64_t t_world = e->clock(e->clock_ud);
 
     /* 5. Core ticker (raw, undilated, also while paused). */
     tk__ticker_tick(e->ticker, tk_ns_to_s(raw));
@@ -192,7 +222,14 @@ int tk_engine_frame(tk_engine_t *e)
     f->start_ns = start;
     f->raw_dt_ns = raw;
     f->world_dt_ns = e->world->dt_ns;
-    f->work_ns = end - start;
+    f->requests_ns = (t_req - start) + e->carry_ns[TK_WORK_REQUESTS];
+    f->world_ns = t_world - t_req;
+    f->ticker_ns = end - t_world;
+    f->other_ns = e->carry_ns[TK_WORK_OTHER];
+    f->work_ns = f->requests_ns + f->world_ns + f->ticker_ns + f->other_ns;
+    e->carry_ns[TK_WORK_REQUESTS] = e->carry_ns[TK_WORK_OTHER] = 0;
+    f->gap_ns = gap;
+    record_gap(e, start, gap);
     f->wait_ns = start - wait_start;
     f->period_ns = period;
     f->overrun = period && f->work_ns > period;
@@ -200,8 +237,10 @@ int tk_engine_frame(tk_engine_t *e)
     if (f->overrun)
         e->overruns++;
     tk_frame_stats_add(e->fstats, start, f->work_ns);
-    if (e->post_frame)
+    if (e->post_frame) {
         e->post_frame(e->hook_ud, e, f);
+        e->carry_ns[TK_WORK_OTHER] += e->clock(e->clock_ud) - end;
+    }
 
     tk__world_end_frame(e->world);
     return 0;
@@ -265,5 +304,10 @@ void tk_engine_get_stats(const tk_engine_t *e, tk_engine_stats *out)
     tk_frame_stats_mspt(e->fstats, now, 10, &out->mspt);
     out->overruns = e->overruns;
     out->behind_s = tk_ns_to_s(e->behind_ns);
+    uint64_t sec = now / 1000000000ull + 1, gmax = 0;
+    for (size_t i = 0; i < GAP_RING; i++)
+        if (e->gap_sec[i] && e->gap_sec[i] + GAP_WINDOW_S >= sec && e->gap_max[i] > gmax)
+            gmax = e->gap_max[i];
+    out->gap_max_ms_10s = (double)gmax / 1e6;
     out->last = e->last;
 }

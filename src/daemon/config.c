@@ -87,6 +87,14 @@ static const tkd_config_key keys[] = {
      F(slow_tick_ms), "ms",
      "A tick function running longer than this raises a slow_tick event; 0 = "
      "off."},
+    {"stats", "slow_request_ms", TKD_CFG_DOUBLE, "10", 0, 60000, true,
+     F(slow_request_ms), "ms",
+     "A request or timer action running longer than this raises a "
+     "slow_request event and is counted per method; 0 = off."},
+    {"stats", "lag_warn_ms", TKD_CFG_DOUBLE, "250", 1, 600000, true,
+     F(lag_warn_ms), "ms",
+     "Log a warning (at most one per 15 s) naming what was slow once the loop "
+     "runs this far behind its tick rate."},
 
     {"snapshot", "path", TKD_CFG_PATH, "run/tickd.snapshot.json", 0, 0, false,
      F(snapshot_path), "", "Default file of world.save and world.load."},

@@ -87,8 +87,14 @@ typedef struct tkd_config {
     unsigned max_pending;       /* requests queued per client                 */
     unsigned max_batch;         /* requests in one JSON-RPC batch             */
     size_t max_output;          /* bytes of unsent output per client          */
+    size_t max_input;           /* bytes of held requests per client          */
+    double request_budget_ms;   /* ms of queued requests run per frame start  */
+    double idle_timeout_s;      /* s before an idle client is closed; 0 = off */
+    double line_timeout_s;      /* s for a partial line to complete; 0 = off  */
     /* [stats] */
     double slow_tick_ms;        /* ms, slow_tick event threshold; 0 = off     */
+    double slow_request_ms;     /* ms, slow_request event threshold; 0 = off  */
+    double lag_warn_ms;         /* ms behind before "can't keep up" is logged */
     /* [snapshot] */
     char *snapshot_path;        /* default path of world.save/load (owned)    */
     bool save_on_exit;          /* save a snapshot on graceful shutdown       */

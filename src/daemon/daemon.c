@@ -37,6 +37,14 @@ static void on_slow_tick(void *ud, tk_tick_id id, void *target, tk_class_id cls,
 {
     (void)target;
     tkd *d = ud;
+    if (ns > d->cur_slowest.ns) {
+        const char *cname = tk_tick_class_name(d->world, cls);
+        tk_tick_info ti;
+        const char *g = tk_tick_get(d->world, id, &ti) == 0 ? tk_group_name(ti.actual_group) : "?";
+        d->cur_slowest.ns = ns;
+        snprintf(d->cur_slowest.what, sizeof d->cur_slowest.what, "class %s in %s%s",
+                 cname ? cname : "?", g, n > 1 ? " (batch)" : "");
+    }
     if (!subscribed(d, TKD_TOPIC_SLOW_TICK))
         return;
     int comp = -1;
@@ -173,9 +181,21 @@ static bool autosave_tick(void *ud, double dt)
  */
 static void drain_between_frames(tkd *d, uint64_t deadline)
 {
-    while (tk_clock_now_ns() + DRAIN_MARGIN_NS < deadline &&
-           tkd_server_drain_some(d->srv, exec_call, d, 64) > 0)
-        ;
+    uint64_t t0 = tk_clock_now_ns(), now = t0;
+    while (now + DRAIN_MARGIN_NS < deadline &&
+           tkd_server_drain_until(d->srv, exec_call, d, deadline - DRAIN_MARGIN_NS) > 0)
+        now = tk_clock_now_ns();
+    if (now > t0)
+        tk_engine_add_work(d->engine, TK_WORK_REQUESTS, now - t0);
+}
+
+/* Time the control socket's callbacks spent (reading, framing, parsing,
+ * writing) belongs to the next frame's accounting too. */
+static void account_io(tkd *d)
+{
+    uint64_t ns = tkd_server_take_busy_ns(d->srv);
+    if (ns)
+        tk_engine_add_work(d->engine, TK_WORK_OTHER, ns);
 }
 
 static void wait_hook(void *ud, uint64_t deadline)
@@ -183,8 +203,11 @@ static void wait_hook(void *ud, uint64_t deadline)
     tkd *d = ud;
     tkd_server_flush(d->srv);
     if (deadline == 0 || d->shutdown) {
+        /* Behind (or unpaced): one bounded pass over the sockets. */
+        tkd_server_set_deadline(d->srv, tk_clock_now_ns() + (uint64_t)(d->cfg.request_budget_ms * 1e6));
         event_base_loop(d->base, EVLOOP_NONBLOCK);
         tkd_server_flush(d->srv);
+        account_io(d);
         return;
     }
     uint64_t now = tk_clock_now_ns();
@@ -196,15 +219,19 @@ static void wait_hook(void *ud, uint64_t deadline)
             ns = ping - now; /* the engine calls again until the deadline */
         struct timeval tv = {(time_t)(ns / 1000000000ull), (suseconds_t)((ns % 1000000000ull) / 1000)};
         event_add(d->wake, &tv);
+        tkd_server_set_deadline(d->srv, deadline);
         event_base_loop(d->base, EVLOOP_ONCE);
         event_del(d->wake);
         if (!d->reload)
             drain_between_frames(d, deadline);
         tkd_server_flush(d->srv);
+        account_io(d);
         return;
     }
+    tkd_server_set_deadline(d->srv, deadline);
     event_base_loop(d->base, EVLOOP_NONBLOCK);
     tkd_server_flush(d->srv);
+    account_io(d);
     tk_clock_sleep_until(deadline, SPIN_NS);
 }
 
@@ -237,6 +264,12 @@ static void reload_change(void *ud, const tkd_config_key *key, const char *old_t
         tkd_server_set_max_batch(d->srv, d->cfg.max_batch);
     else if (!strcmp(s, "control") && !strcmp(n, "max_output"))
         tkd_server_set_max_output(d->srv, d->cfg.max_output);
+    else if (!strcmp(s, "control") && !strcmp(n, "max_input"))
+        tkd_server_set_max_input(d->srv, d->cfg.max_input);
+    else if (!strcmp(s, "control") &&
+             (!strcmp(n, "idle_timeout_s") || !strcmp(n, "line_timeout_s")))
+        tkd_server_set_timeouts(d->srv, (uint64_t)(d->cfg.idle_timeout_s * 1e3),
+                                (uint64_t)(d->cfg.line_timeout_s * 1e3));
     else if (!strcmp(s, "stats") && !strcmp(n, "slow_tick_ms"))
         tk_world_set_slow_tick(d->world, (uint64_t)(d->cfg.slow_tick_ms * 1e6), on_slow_tick, d);
     else if (!strcmp(s, "log") && !strcmp(n, "level"))
@@ -269,16 +302,104 @@ static void do_reload(tkd *d)
 static void exec_call(void *ud, tkd_call *call)
 {
     tkd *d = ud;
+    uint64_t t0 = tk_clock_now_ns();
     tkd_exec(d, call, tkd_call_method(call), tkd_call_params(call));
+    tkd_note_request(d, tkd_call_method(call), tk_clock_now_ns() - t0, false);
 }
 
+void tkd_note_request(tkd *d, const char *method, uint64_t ns, bool action)
+{
+    if (ns > d->cur_slowest.ns) {
+        d->cur_slowest.ns = ns;
+        snprintf(d->cur_slowest.what, sizeof d->cur_slowest.what, "%s %s",
+                 action ? "timer action" : "request", method);
+    }
+    double ms = (double)ns / 1e6;
+    if (d->cfg.slow_request_ms <= 0 || ms < d->cfg.slow_request_ms)
+        return;
+    d->slow_requests++;
+    if (d->srv && subscribed(d, TKD_TOPIC_SLOW_REQUEST)) {
+        json_t *p = json_object();
+        json_object_set_new(p, "method", json_string(method));
+        json_object_set_new(p, "ms", json_real(ms));
+        json_object_set_new(p, "source", json_string(action ? "timer" : "client"));
+        json_object_set_new(p, "frame", json_integer((json_int_t)tk_world_frame(d->world)));
+        tkd_server_publish(d->srv, TKD_TOPIC_SLOW_REQUEST, p);
+    }
+}
+
+/* Deferred commands at the frame's start: queued requests in arrival order,
+ * for at most [control] request_budget_ms (at least one runs); the rest keep
+ * their order for the idle time after this frame or the next frame. */
 static void pre_world(void *ud, tk_engine_t *e)
 {
     (void)e;
     tkd *d = ud;
     if (d->reload)
         do_reload(d);
-    tkd_server_drain(d->srv, exec_call, d);
+    if (d->shutdown)
+        tkd_server_drain(d->srv, exec_call, d);
+    else
+        tkd_server_drain_until(d->srv, exec_call, d,
+                               tk_clock_now_ns() + (uint64_t)(d->cfg.request_budget_ms * 1e6));
+}
+
+/* The lag line: how far behind, and what was slowest in the worst frame of
+ * the streak (a request, a timer action, or a tick class and its group). */
+static void lag_account(tkd *d, const tk_frame_info *f)
+{
+    tk_engine_stats st;
+    tk_engine_get_stats(d->engine, &st);
+    struct tkd_culprit c = d->cur_slowest;
+    if (!c.ns || c.ns * 2 < f->work_ns) {
+        /* Nothing single stood out: name the phase that took the most. */
+        tk_world_frame_stats fs;
+        tk_world_get_frame_stats(d->world, &fs);
+        uint64_t ticks = f->world_ns > fs.timers_ns + fs.tickables_ns
+                             ? f->world_ns - fs.timers_ns - fs.tickables_ns : 0;
+        int gmax = 0;
+        for (int i = 1; i < TK_GROUP_COUNT; i++)
+            if (fs.group_ns[i] > fs.group_ns[gmax])
+                gmax = i;
+        struct { const char *what; uint64_t ns; } ph[] = {
+            {"requests", f->requests_ns}, {"ticks", ticks}, {"timers", fs.timers_ns},
+            {"tickables", fs.tickables_ns}, {"core ticker", f->ticker_ns},
+            {"events and other", f->other_ns}};
+        size_t best = 0;
+        for (size_t i = 1; i < sizeof ph / sizeof ph[0]; i++)
+            if (ph[i].ns > ph[best].ns)
+                best = i;
+        c.ns = ph[best].ns;
+        if (best == 1)
+            snprintf(c.what, sizeof c.what, "ticks in %s", tk_group_name((tk_group)gmax));
+        else
+            snprintf(c.what, sizeof c.what, "%s", ph[best].what);
+    }
+    d->cur_slowest.ns = 0;
+    d->cur_slowest.what[0] = '\0';
+    if (st.behind_s <= 0) {
+        d->lag_worst.ns = 0;
+        d->lag_worst_work_ns = 0;
+        return;
+    }
+    if (f->work_ns >= d->lag_worst_work_ns) {
+        d->lag_worst_work_ns = f->work_ns;
+        d->lag_worst = c;
+    }
+    if (st.behind_s * 1e3 < d->cfg.lag_warn_ms || d->sprinting)
+        return;
+    unsigned long suppressed = 0;
+    if (!tkd_ratelimit_allow(&d->behind_rl, (double)f->start_ns / 1e9, &suppressed))
+        return;
+    tk_log_warn("can't keep up: running %.0f ms / %.0f frames behind, slowest: %s %.1f ms "
+                "(frame %.1f ms, target %.2f ms; mspt p50 %.2f ms)%s",
+                st.behind_s * 1e3,
+                f->period_ns ? st.behind_s * 1e9 / (double)f->period_ns : 0.0,
+                d->lag_worst.what[0] ? d->lag_worst.what : "?", (double)d->lag_worst.ns / 1e6,
+                (double)d->lag_worst_work_ns / 1e6, (double)f->period_ns / 1e6, st.mspt.p50,
+                suppressed ? " (more warnings suppressed)" : "");
+    d->lag_worst.ns = 0;
+    d->lag_worst_work_ns = 0;
 }
 
 static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
@@ -291,6 +412,8 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
         json_object_set_new(p, "frame", json_integer((json_int_t)f->frame));
         json_object_set_new(p, "dt", json_real((double)f->world_dt_ns / 1e9));
         json_object_set_new(p, "ms", json_real((double)f->work_ns / 1e6));
+        json_object_set_new(p, "gap_ms", json_real((double)f->gap_ns / 1e6));
+        json_object_set_new(p, "split", tkd_frame_split_json(d, f));
         tkd_server_publish(d->srv, TKD_TOPIC_FRAME, p);
     }
     if (f->overrun && subscribed(d, TKD_TOPIC_OVERRUN)) {
@@ -300,18 +423,7 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
         json_object_set_new(p, "target_ms", json_real((double)f->period_ns / 1e6));
         tkd_server_publish(d->srv, TKD_TOPIC_OVERRUN, p);
     }
-    tk_engine_stats st;
-    tk_engine_get_stats(d->engine, &st);
-    if (st.behind_s > 2.0 && !d->sprinting) {
-        unsigned long suppressed = 0;
-        if (tkd_ratelimit_allow(&d->behind_rl, (double)f->start_ns / 1e9, &suppressed))
-            tk_log_warn("can't keep up! running %.0f ms behind (%.0f ticks); mspt p50 %.2f ms, "
-                        "target %.2f ms%s",
-                        st.behind_s * 1e3,
-                        f->period_ns ? st.behind_s * 1e9 / (double)f->period_ns : 0.0,
-                        st.mspt.p50, (double)f->period_ns / 1e6,
-                        suppressed ? " (more warnings suppressed)" : "");
-    }
+    lag_account(d, f);
     tkd_notify_watchdog(&d->notify, f->start_ns + f->work_ns); /* a frame completed */
     if (d->shutdown)
         tk_engine_stop(d->engine);
@@ -391,6 +503,9 @@ int tkd_init(tkd *d, char *err, size_t errlen)
     sc2.limits.max_pending = d->cfg.max_pending;
     sc2.limits.max_batch = d->cfg.max_batch;
     sc2.limits.max_output = d->cfg.max_output;
+    sc2.limits.max_input = d->cfg.max_input;
+    sc2.limits.idle_timeout_ms = (uint64_t)(d->cfg.idle_timeout_s * 1e3);
+    sc2.limits.line_timeout_ms = (uint64_t)(d->cfg.line_timeout_s * 1e3);
     for (size_t i = 0; i < d->cfg.plugins.count; i++) {
         char perr[TKS_ERR_MAX];
         if (tks_load_plugin(d->sim, d->cfg.plugins.items[i], perr) != 0) {

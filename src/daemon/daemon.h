@@ -50,6 +50,17 @@ typedef struct tkd {
     uint64_t action_errors;     /* timer actions that failed                  */
 
     tkd_ratelimit_t behind_rl;  /* "can't keep up" warnings                   */
+
+    /* Where the frame went (issue "see where the frame goes"): what was
+     * slowest in the frame being built, and in the worst frame of the
+     * current lag streak, for the "can't keep up" line. */
+    struct tkd_culprit {
+        char what[96];          /* "request entity.spawn", "class burner in
+                                   post_physics", "timer action world.save" */
+        uint64_t ns;
+    } cur_slowest, lag_worst;
+    uint64_t lag_worst_work_ns; /* work of the worst frame of the streak      */
+    uint64_t slow_requests;     /* requests / actions over slow_request_ms    */
     bool offline;               /* no socket (fuzzing, tests): tkd_init_offline */
     char *info_text;            /* engine.info result, serialized (cache)     */
     double info_rate, info_fixed; /* the tick rate and fixed dt it shows       */
@@ -89,6 +100,14 @@ int tkd_action_check(const json_t *action, char *why, size_t len);
 json_t *tkd_timer_action(tkd *d, tk_timer_handle h);
 int tkd_timer_restore(tkd *d, tk_timer_handle h, double rate, bool loop, tk_timer_status status,
                       double remaining, uint64_t fired, const json_t *action);
+
+/* A request (call != NULL) or timer action took `ns` executing `method`:
+ * count it if slow, publish slow_request, remember it for the lag log. */
+void tkd_note_request(tkd *d, const char *method, uint64_t ns, bool action);
+
+/* The work split of a frame: {"requests","ticks","timers","tickables",
+ * "ticker","other"} in ms (new reference). */
+json_t *tkd_frame_split_json(tkd *d, const tk_frame_info *f);
 
 /* The engine.stats object (new reference). */
 json_t *tkd_stats_json(tkd *d);

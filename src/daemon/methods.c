@@ -158,6 +158,23 @@ static json_t *mspt_json(const tk_mspt *m)
     return o;
 }
 
+static json_t *ms(uint64_t ns) { return json_real((double)ns / 1e6); }
+
+json_t *tkd_frame_split_json(tkd *d, const tk_frame_info *f)
+{
+    tk_world_frame_stats fs;
+    tk_world_get_frame_stats(d->world, &fs);
+    uint64_t other = fs.timers_ns + fs.tickables_ns;
+    json_t *o = json_object();
+    json_object_set_new(o, "requests", ms(f->requests_ns));
+    json_object_set_new(o, "ticks", ms(f->world_ns > other ? f->world_ns - other : 0));
+    json_object_set_new(o, "timers", ms(fs.timers_ns));
+    json_object_set_new(o, "tickables", ms(fs.tickables_ns));
+    json_object_set_new(o, "ticker", ms(f->ticker_ns));
+    json_object_set_new(o, "other", ms(f->other_ns));
+    return o;
+}
+
 json_t *tkd_stats_json(tkd *d)
 {
     tk_engine_stats st;
@@ -193,6 +210,11 @@ json_t *tkd_stats_json(tkd *d)
     json_object_set_new(o, "ticks_run_last_frame", jid(fs.ticks_run));
     json_object_set_new(o, "overruns", jid(st.overruns));
     json_object_set_new(o, "behind_s", json_real(st.behind_s));
+    json_object_set_new(o, "last_frame_ms", ms(st.last.work_ns));
+    json_object_set_new(o, "split_ms", tkd_frame_split_json(d, &st.last));
+    json_object_set_new(o, "gap_ms", ms(st.last.gap_ns));
+    json_object_set_new(o, "gap_max_ms_10s", json_real(st.gap_max_ms_10s));
+    json_object_set_new(o, "slow_requests", jid(d->slow_requests));
     json_object_set_new(o, "entities", jid(tks_entity_count(d->sim)));
     json_t *tf = json_object();
     json_object_set_new(tf, "enabled", jid(tc.enabled));
@@ -1018,8 +1040,11 @@ static void action_fire(void *ud, tk_timer_handle h, tk_world_t *w)
     ta->d->action_runs++;
     /* The action may clear this timer (freeing `ta`): hold the JSON. */
     json_t *act = json_incref(ta->action);
-    tkd_exec(ta->d, NULL, json_string_value(json_object_get(act, "method")),
-             json_object_get(act, "params"));
+    tkd *d = ta->d;
+    const char *method = json_string_value(json_object_get(act, "method"));
+    uint64_t t0 = tk_clock_now_ns();
+    tkd_exec(d, NULL, method, json_object_get(act, "params"));
+    tkd_note_request(d, method, tk_clock_now_ns() - t0, true);
     json_decref(act);
 }
 

@@ -105,6 +105,7 @@ struct tkd_call {
     const char *method;      /* borrowed from req                          */
     json_t *params;          /* borrowed from req; NULL when absent        */
     uint64_t client_id;      /* copied for logs after the client is gone   */
+    size_t in_bytes;         /* its share of the request line (max_input)  */
     uid_t uid;
     pid_t pid;
     enum call_state state;
@@ -130,6 +131,9 @@ struct tkd_client {
     size_t nlive;            /* replies in `live`                           */
     size_t held;             /* bytes serialized, waiting for their turn    */
     size_t queued;           /* calls queued, not yet executed              */
+    size_t in_bytes;         /* bytes of those calls' request lines         */
+    uint64_t last_in_ns;     /* monotonic time of the last byte read        */
+    uint64_t partial_ns;     /* since when a partial line waits; 0 = none   */
     unsigned topics;         /* TKD_TOPIC_BIT mask                          */
     uint64_t dropped;        /* events dropped for this client              */
     tkd_client *prev, *next; /* server's open clients                       */
@@ -158,6 +162,9 @@ struct tkd_server {
     bool draining;             /* inside tkd_server_drain                    */
     tkd_call *executing;       /* the call `exec` is handling, or NULL       */
     bool rejecting;            /* refused a client since the last accept     */
+    struct event *sweep_ev;    /* once a second: idle and line timeouts      */
+    uint64_t deadline_ns;      /* the loop pass ends then (0 = no deadline)  */
+    uint64_t busy_ns;          /* time in our callbacks, for the frame report */
     tkd_server_stats st;
 };
 
@@ -166,7 +173,7 @@ static const struct timeval linger_tv = {TKD_SERVER_LINGER_MS / 1000,
                                          (TKD_SERVER_LINGER_MS % 1000) * 1000};
 
 static const char *const topic_names[TKD_TOPIC_COUNT] = {"frame", "stats", "overrun",
-                                                         "slow_tick", "log"};
+                                                         "slow_tick", "log", "slow_request"};
 
 const char *tkd_topic_name(tkd_topic t)
 {
@@ -816,7 +823,8 @@ static bool blank(const char *s, size_t n)
 }
 
 /* Queue a valid request as member `index` of reply r. */
-static void queue_call(tkd_client *c, reply *r, size_t index, const tkd_rpc_item *it)
+static void queue_call(tkd_client *c, reply *r, size_t index, const tkd_rpc_item *it,
+                       size_t bytes)
 {
     tkd_server *srv = c->srv;
     tkd_call *call = tk_calloc(1, sizeof *call);
@@ -831,6 +839,8 @@ static void queue_call(tkd_client *c, reply *r, size_t index, const tkd_rpc_item
     call->uid = c->uid;
     call->pid = c->pid;
     call->state = CALL_QUEUED;
+    call->in_bytes = bytes;
+    c->in_bytes += bytes;
     if (srv->qtail)
         srv->qtail->next = call;
     else
@@ -864,6 +874,8 @@ static void handle_line(tkd_client *c, const char *line, size_t len)
         return;
     }
     reply *r = reply_new(c, m.count, m.batch);
+    size_t share = m.count ? len / m.count + 1 : len;
+    bool over_input = c->in_bytes + len > srv->lim.max_input;
     for (size_t i = 0; i < m.count; i++) {
         tkd_rpc_item *it = &m.items[i];
         srv->st.requests++;
@@ -884,8 +896,16 @@ static void handle_line(tkd_client *c, const char *line, size_t len)
                 r->resp[i] = tkd_rpc_error(it->id, TKD_RPC_LIMIT, NULL,
                                            "too many pending requests (max %zu)",
                                            srv->lim.max_pending);
+        } else if (over_input) {
+            srv->st.errors++;
+            srv->st.input_refused++;
+            if (it->id)
+                r->resp[i] = tkd_rpc_error(it->id, TKD_RPC_LIMIT, NULL,
+                                           "requests waiting to run exceed "
+                                           "control.max_input (%zu bytes)",
+                                           srv->lim.max_input);
         } else {
-            queue_call(c, r, i, it);
+            queue_call(c, r, i, it, share);
         }
     }
     tkd_rpc_msg_release(&m);
@@ -935,12 +955,15 @@ static void process_input(tkd_client *c)
         size_t avail = evbuffer_get_length(c->in);
         if (avail == 0)
             break;
-        if (lines >= LINES_PER_PASS || bytes >= BYTES_PER_PASS) {
+        bool late = lines > 0 && srv->deadline_ns && tk_clock_now_ns() >= srv->deadline_ns;
+        if (lines >= LINES_PER_PASS || bytes >= BYTES_PER_PASS || late) {
             if (!(c->flags & CF_BACKLOG)) {
                 c->flags |= CF_BACKLOG;
                 event_del(c->rev);
             }
             evtimer_add(c->more, &zero_tv);
+            if (late) /* the rest after the frame: end this loop pass */
+                event_base_loopbreak(srv->base);
             return;
         }
         ev_ssize_t nl = -1;
@@ -980,7 +1003,10 @@ static void process_input(tkd_client *c)
         evbuffer_drain(c->in, consume);
         lines++;
         bytes += consume;
+        c->partial_ns = 0;
     }
+    if (!(c->flags & (CF_CLOSING | CF_INPUT_DONE)) && evbuffer_get_length(c->in) && !c->partial_ns)
+        c->partial_ns = tk_clock_now_ns();
     if (c->flags & (CF_CLOSING | CF_INPUT_DONE))
         return;
     if (c->flags & CF_EOF) {
@@ -993,10 +1019,30 @@ static void process_input(tkd_client *c)
     }
 }
 
+/* Every callback of the server counts its time (busy_ns) and ends the
+ * loop pass once the frame deadline has passed. */
+static void busy_end(tkd_server *srv, uint64_t t0)
+{
+    uint64_t t1 = tk_clock_now_ns();
+    srv->busy_ns += t1 - t0;
+    if (srv->deadline_ns && t1 >= srv->deadline_ns)
+        event_base_loopbreak(srv->base);
+}
+
+static void on_read_(evutil_socket_t fd, tkd_client *c);
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
     tkd_client *c = arg;
+    tkd_server *srv = c->srv;
+    uint64_t t0 = tk_clock_now_ns();
+    on_read_(fd, c);
+    busy_end(srv, t0);
+}
+
+static void on_read_(evutil_socket_t fd, tkd_client *c)
+{
     if (c->flags & (CF_CLOSING | CF_INPUT_DONE | CF_EOF | CF_BACKLOG))
         return;
     int n = evbuffer_read(c->in, fd, READ_CHUNK);
@@ -1012,6 +1058,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         event_del(c->rev);
     } else {
         c->srv->st.bytes_in += (uint64_t)n;
+        c->last_in_ns = tk_clock_now_ns();
     }
     process_input(c);
 }
@@ -1022,8 +1069,11 @@ static void on_more(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     tkd_client *c = arg;
+    tkd_server *srv = c->srv;
+    uint64_t t0 = tk_clock_now_ns();
     if (!(c->flags & (CF_CLOSING | CF_INPUT_DONE)))
         process_input(c);
+    busy_end(srv, t0);
 }
 
 static void on_write(evutil_socket_t fd, short what, void *arg)
@@ -1035,7 +1085,10 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
                      TKD_SERVER_LINGER_MS);
         return;
     }
+    tkd_server *srv = c->srv;
+    uint64_t t0 = tk_clock_now_ns();
     client_write(c);
+    busy_end(srv, t0);
 }
 
 static void client_new(tkd_server *srv, int fd)
@@ -1073,6 +1126,7 @@ static void client_new(tkd_server *srv, int fd)
         return;
     }
     c->id = ++srv->next_client_id;
+    c->last_in_ns = tk_clock_now_ns();
     c->next = srv->clients;
     if (srv->clients)
         srv->clients->prev = c;
@@ -1114,10 +1168,19 @@ static void reject(tkd_server *srv, int fd)
     }
 }
 
+static void on_accept_(evutil_socket_t lfd, tkd_server *srv);
+
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     (void)what;
     tkd_server *srv = arg;
+    uint64_t t0 = tk_clock_now_ns();
+    on_accept_(lfd, srv);
+    busy_end(srv, t0);
+}
+
+static void on_accept_(evutil_socket_t lfd, tkd_server *srv)
+{
     for (int i = 0; i < ACCEPT_BURST; i++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -1144,6 +1207,52 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
         }
         client_new(srv, fd);
     }
+}
+
+/*
+ * Once a second: close clients idle past idle_timeout_ms (nothing read for
+ * that long, no call queued or answer owed, no output pending, no event
+ * subscription) and clients whose partial line is older than
+ * line_timeout_ms (told so with -32003 first).  O(clients).
+ */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    tkd_server *srv = arg;
+    uint64_t now = tk_clock_now_ns();
+    tkd_client *c, *next;
+    for (c = srv->clients; c; c = next) {
+        next = c->next;
+        if (c->flags & (CF_CLOSING | CF_INPUT_DONE))
+            continue;
+        uint64_t line_ns = srv->lim.line_timeout_ms * 1000000ull;
+        if (line_ns && c->partial_ns && now - c->partial_ns >= line_ns) {
+            srv->st.timeouts++;
+            srv->st.requests++;
+            srv->st.errors++;
+            tk_log_warn("client %" PRIu64 " (uid %ld pid %ld): a request line stayed "
+                        "incomplete for %.0f s (control.line_timeout_s); closing",
+                        c->id, (long)(int)c->uid, (long)c->pid, (double)line_ns / 1e9);
+            reply *r = reply_new(c, 1, false);
+            r->resp[0] = tkd_rpc_error(NULL, TKD_RPC_LIMIT, NULL,
+                                       "request line incomplete for %.0f s "
+                                       "(control.line_timeout_s)",
+                                       (double)line_ns / 1e9);
+            input_done(c, "line timeout");
+            reply_finish(r);
+            continue;
+        }
+        uint64_t idle_ns = srv->lim.idle_timeout_ms * 1000000ull;
+        if (idle_ns && !c->topics && !c->nlive && !c->queued &&
+            evbuffer_get_length(c->in) == 0 && unsent(c) == 0 &&
+            now - c->last_in_ns >= idle_ns) {
+            srv->st.timeouts++;
+            client_close(c, TK_LOG_INFO, "idle for %.0f s (control.idle_timeout_s)",
+                         (double)idle_ns / 1e9);
+        }
+    }
+    reap(srv);
 }
 
 static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
@@ -1342,7 +1451,12 @@ int tkd_server_new(struct event_base *base, const tkd_server_config *cfg,
     srv->lev = event_new(base, srv->lfd, EV_READ | EV_PERSIST, on_accept, srv);
     srv->resume_ev = evtimer_new(base, on_accept_resume, srv);
     srv->reap_ev = event_new(base, -1, 0, on_reap, srv);
-    if (!srv->lev || !srv->resume_ev || !srv->reap_ev || event_add(srv->lev, NULL) != 0) {
+    srv->sweep_ev = event_new(base, -1, EV_PERSIST, on_sweep, srv);
+    struct timeval sweep_tv = {1, 0};
+    if (!srv->lim.max_input)
+        srv->lim.max_input = TKD_SERVER_DEFAULT_MAX_INPUT;
+    if (!srv->lev || !srv->resume_ev || !srv->reap_ev || !srv->sweep_ev ||
+        event_add(srv->lev, NULL) != 0 || event_add(srv->sweep_ev, &sweep_tv) != 0) {
         if (cfg->listen_fd >= 0)
             srv->lfd = -1; /* a failed adoption leaves the caller's fd open */
         stop_listening(srv);
@@ -1350,6 +1464,8 @@ int tkd_server_new(struct event_base *base, const tkd_server_config *cfg,
             event_free(srv->resume_ev);
         if (srv->reap_ev)
             event_free(srv->reap_ev);
+        if (srv->sweep_ev)
+            event_free(srv->sweep_ev);
         tk_free(srv);
         return fail(err, errlen, TK_ENOMEM, "control socket: out of memory");
     }
@@ -1381,16 +1497,38 @@ void tkd_server_free(tkd_server *srv)
                     ndef == 1 ? "" : "s");
     event_free(srv->resume_ev);
     event_free(srv->reap_ev);
+    event_free(srv->sweep_ev);
     tk_free(srv);
 }
 
-size_t tkd_server_drain_some(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max)
+/*
+ * A deferred call keeps only what completing it needs (id and method): its
+ * params can be large (a world.step carrying 256 KiB), and answered-later
+ * calls may wait long.
+ */
+static void call_shrink(tkd_call *call)
+{
+    json_t *small = json_object();
+    if (!small)
+        return;
+    json_object_set(small, "method", json_object_get(call->req, "method"));
+    if (call->id)
+        json_object_set(small, "id", call->id);
+    json_decref(call->req);
+    call->req = small;
+    call->method = json_string_value(json_object_get(small, "method"));
+    call->id = call->id ? json_object_get(small, "id") : NULL;
+    call->params = NULL;
+}
+
+static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max,
+                    uint64_t deadline_ns)
 {
     if (srv->draining)
         return 0;
     srv->draining = true;
     size_t n = 0;
-    while (srv->qhead && n < max) {
+    while (srv->qhead && n < max && (n == 0 || !deadline_ns || tk_clock_now_ns() < deadline_ns)) {
         tkd_call *call = srv->qhead;
         srv->qhead = call->next;
         if (!srv->qhead)
@@ -1399,6 +1537,8 @@ size_t tkd_server_drain_some(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t
         tkd_client *c = call->rep->client;
         if (c && c->queued)
             c->queued--;
+        if (c)
+            c->in_bytes -= call->in_bytes <= c->in_bytes ? call->in_bytes : c->in_bytes;
         call->state = CALL_EXECUTING;
         srv->executing = call;
         exec(ud, call);
@@ -1418,15 +1558,39 @@ size_t tkd_server_drain_some(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t
         }
         if (call->state == CALL_DONE)
             call_free(call);
+        else if (call->state == CALL_DEFERRED)
+            call_shrink(call);
     }
     srv->draining = false;
     reap(srv);
     return n;
 }
 
+size_t tkd_server_drain_some(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max)
+{
+    return drain(srv, exec, ud, max, 0);
+}
+
+size_t tkd_server_drain_until(tkd_server *srv, tkd_exec_fn exec, void *ud, uint64_t deadline_ns)
+{
+    return drain(srv, exec, ud, SIZE_MAX, deadline_ns ? deadline_ns : 1);
+}
+
 size_t tkd_server_drain(tkd_server *srv, tkd_exec_fn exec, void *ud)
 {
-    return tkd_server_drain_some(srv, exec, ud, SIZE_MAX);
+    return drain(srv, exec, ud, SIZE_MAX, 0);
+}
+
+void tkd_server_set_deadline(tkd_server *srv, uint64_t deadline_ns)
+{
+    srv->deadline_ns = deadline_ns;
+}
+
+uint64_t tkd_server_take_busy_ns(tkd_server *srv)
+{
+    uint64_t ns = srv->busy_ns;
+    srv->busy_ns = 0;
+    return ns;
 }
 
 void tkd_server_flush(tkd_server *srv)
@@ -1565,7 +1729,14 @@ LIMIT_SETTER(max_line, max_line)
 LIMIT_SETTER(max_pending, max_pending)
 LIMIT_SETTER(max_batch, max_batch)
 LIMIT_SETTER(max_output, max_output)
+LIMIT_SETTER(max_input, max_input)
 #undef LIMIT_SETTER
+
+void tkd_server_set_timeouts(tkd_server *srv, uint64_t idle_ms, uint64_t line_ms)
+{
+    srv->lim.idle_timeout_ms = idle_ms;
+    srv->lim.line_timeout_ms = line_ms;
+}
 
 void tkd_server_get_limits(const tkd_server *srv, tkd_server_limits *out)
 {

@@ -67,6 +67,7 @@ typedef struct tkd_call tkd_call;
 #define TKD_SERVER_DEFAULT_MAX_PENDING 16384
 #define TKD_SERVER_DEFAULT_MAX_BATCH 10000
 #define TKD_SERVER_DEFAULT_MAX_OUTPUT ((size_t)16 << 20) /* 16 MiB */
+#define TKD_SERVER_DEFAULT_MAX_INPUT ((size_t)64 << 20)  /* 64 MiB */
 #define TKD_SERVER_DEFAULT_MODE 0660
 #define TKD_SERVER_LINGER_MS 5000 /* ms without write progress before a
                                      finishing client is closed anyway */
@@ -77,6 +78,11 @@ typedef struct tkd_server_limits {
     size_t max_pending; /* queued (not yet executed) calls per client       */
     size_t max_batch;   /* requests per batch                               */
     size_t max_output;  /* bytes of unsent output per client                */
+    size_t max_input;   /* bytes of request lines queued, not yet executed,
+                           per client (0 = TKD_SERVER_DEFAULT_MAX_INPUT)    */
+    uint64_t idle_timeout_ms; /* close a client idle this long; 0 = never   */
+    uint64_t line_timeout_ms; /* close a client whose partial line is this
+                                 old; 0 = never                             */
 } tkd_server_limits;
 
 typedef struct tkd_server_config {
@@ -100,6 +106,8 @@ typedef struct tkd_server_stats {
     uint64_t output_overflows; /* clients disconnected over max_output       */
     uint64_t bytes_in;         /* bytes read from clients                    */
     uint64_t bytes_out;        /* bytes written to clients                   */
+    uint64_t input_refused;    /* requests refused over max_input            */
+    uint64_t timeouts;         /* clients closed by idle or line timeouts    */
 } tkd_server_stats;
 
 /* Event topics of PROTOCOL.md "events". */
@@ -109,13 +117,15 @@ typedef enum tkd_topic {
     TKD_TOPIC_OVERRUN = 2,
     TKD_TOPIC_SLOW_TICK = 3,
     TKD_TOPIC_LOG = 4,
-    TKD_TOPIC_COUNT = 5
+    TKD_TOPIC_SLOW_REQUEST = 5,
+    TKD_TOPIC_COUNT = 6
 } tkd_topic;
 
 #define TKD_TOPIC_BIT(t) (1u << (unsigned)(t))
 #define TKD_TOPIC_ALL ((1u << TKD_TOPIC_COUNT) - 1u)
 
-/* "frame", "stats", "overrun", "slow_tick", "log"; "unknown" otherwise. */
+/* "frame", "stats", "overrun", "slow_tick", "log", "slow_request";
+ * "unknown" otherwise. */
 const char *tkd_topic_name(tkd_topic t);
 /* Parse a topic name; 0 or TK_EINVAL. */
 int tkd_topic_parse(const char *name, tkd_topic *out);
@@ -169,6 +179,20 @@ void tkd_server_free(tkd_server *srv);
 size_t tkd_server_drain(tkd_server *srv, tkd_exec_fn exec, void *ud);
 /* The same for at most `max` calls (in order); the rest stay queued. */
 size_t tkd_server_drain_some(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max);
+/* The same until the monotonic clock passes `deadline_ns` (checked after
+ * each call; one call runs even if the deadline has passed). */
+size_t tkd_server_drain_until(tkd_server *srv, tkd_exec_fn exec, void *ud, uint64_t deadline_ns);
+
+/*
+ * The frame's deadline, for the socket callbacks of the coming loop pass:
+ * a client's input is framed and parsed only until then (the rest waits
+ * for the next pass), so one pass never runs past the frame deadline by
+ * more than one line.  0 = no deadline.
+ */
+void tkd_server_set_deadline(tkd_server *srv, uint64_t deadline_ns);
+/* Monotonic ns spent in the server's own callbacks (accept, read, parse,
+ * write) since the last call; resets the count. */
+uint64_t tkd_server_take_busy_ns(tkd_server *srv);
 /* Answer with a result that is already serialized JSON (`result_json`,
  * borrowed): saves encoding a large constant result again and again. */
 void tkd_call_reply_text(tkd_call *call, const char *result_json);
@@ -221,6 +245,9 @@ int tkd_server_set_max_line(tkd_server *srv, size_t bytes);
 int tkd_server_set_max_pending(tkd_server *srv, size_t n);
 int tkd_server_set_max_batch(tkd_server *srv, size_t n);
 int tkd_server_set_max_output(tkd_server *srv, size_t bytes);
+int tkd_server_set_max_input(tkd_server *srv, size_t bytes);
+/* Timeouts in ms; 0 turns one off. */
+void tkd_server_set_timeouts(tkd_server *srv, uint64_t idle_ms, uint64_t line_ms);
 void tkd_server_get_limits(const tkd_server *srv, tkd_server_limits *out);
 
 void tkd_server_get_stats(const tkd_server *srv, tkd_server_stats *out);
