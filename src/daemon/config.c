@@ -78,6 +78,22 @@ static const tkd_config_key keys[] = {
      "members count one each)."},
     {"control", "max_batch", TKD_CFG_UINT, "10000", 1, 1000000, true,
      F(max_batch), "requests", "Requests in one JSON-RPC batch."},
+    {"control", "max_input", TKD_CFG_BYTES, "67108864", 65536, 1073741824, true,
+     F(max_input), "bytes",
+     "Bytes of a client's requests held at once (queued, not yet executed); "
+     "past it new requests are refused with limit exceeded."},
+    {"control", "request_budget_ms", TKD_CFG_DOUBLE, "4", 0.1, 10000, true,
+     F(request_budget_ms), "ms",
+     "Time spent running queued requests at the start of a frame; the rest "
+     "wait, in order, for the idle time after it or the next frame."},
+    {"control", "idle_timeout_s", TKD_CFG_DOUBLE, "300", 0, 86400, true,
+     F(idle_timeout_s), "s",
+     "A client that sent nothing, is owed nothing and subscribes to no event "
+     "for this long is disconnected; 0 = never."},
+    {"control", "line_timeout_s", TKD_CFG_DOUBLE, "10", 0, 86400, true,
+     F(line_timeout_s), "s",
+     "A request line must be complete this long after its first byte arrived, "
+     "else the client is told so and disconnected; 0 = no limit."},
     {"control", "max_output", TKD_CFG_BYTES, "16777216", 65536, 1073741824,
      true, F(max_output), "bytes",
      "A client's unsent output: events are dropped past it, and a client "

@@ -517,6 +517,18 @@ static void reply_finish(reply *r)
 /* Calls                                                              */
 /* ------------------------------------------------------------------ */
 
+/* Give back what the call held against its client's max_input. */
+static void call_uncharge(tkd_call *call, size_t bytes)
+{
+    tkd_client *c = call->rep->client;
+    if (bytes > call->in_bytes)
+        bytes = call->in_bytes;
+    call->in_bytes -= bytes;
+    if (c)
+        c->in_bytes -= bytes <= c->in_bytes ? bytes : c->in_bytes;
+}
+
+/* The call must be uncharged already (its reply may be gone). */
 static void call_free(tkd_call *call)
 {
     json_decref(call->req);
@@ -557,6 +569,7 @@ static void call_complete(tkd_call *call, json_t *resp)
     }
     enum call_state prev = call->state;
     call->state = CALL_DONE;
+    call_uncharge(call, call->in_bytes);
     reply *r = call->rep;
     r->resp[call->index] = resp;
     if (--r->waiting == 0)
@@ -571,6 +584,7 @@ static void call_complete(tkd_call *call, json_t *resp)
 /* Forget a call that will never execute or complete (server teardown). */
 static void call_drop(tkd_call *call)
 {
+    call_uncharge(call, call->in_bytes);
     reply *r = call->rep;
     call->state = CALL_DONE;
     if (--r->waiting == 0)
@@ -875,7 +889,8 @@ static void handle_line(tkd_client *c, const char *line, size_t len)
     }
     reply *r = reply_new(c, m.count, m.batch);
     size_t share = m.count ? len / m.count + 1 : len;
-    bool over_input = c->in_bytes + len > srv->lim.max_input;
+    /* One line always fits when nothing else is held (max_line bounds it). */
+    bool over_input = c->in_bytes && c->in_bytes + len > srv->lim.max_input;
     for (size_t i = 0; i < m.count; i++) {
         tkd_rpc_item *it = &m.items[i];
         srv->st.requests++;
@@ -1519,6 +1534,11 @@ static void call_shrink(tkd_call *call)
     call->method = json_string_value(json_object_get(small, "method"));
     call->id = call->id ? json_object_get(small, "id") : NULL;
     call->params = NULL;
+    /* It still holds its id (a client may send big string ids). */
+    size_t keep = 64 + strlen(call->method ? call->method : "") +
+                  (json_is_string(call->id) ? json_string_length(call->id) : 32);
+    if (keep < call->in_bytes)
+        call_uncharge(call, call->in_bytes - keep);
 }
 
 static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max,
@@ -1537,8 +1557,7 @@ static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max,
         tkd_client *c = call->rep->client;
         if (c && c->queued)
             c->queued--;
-        if (c)
-            c->in_bytes -= call->in_bytes <= c->in_bytes ? call->in_bytes : c->in_bytes;
+
         call->state = CALL_EXECUTING;
         srv->executing = call;
         exec(ud, call);

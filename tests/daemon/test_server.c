@@ -936,6 +936,179 @@ START_TEST(server_max_pending)
 }
 END_TEST
 
+
+/* A request line of about `bytes` bytes: method with a padded params string. */
+static const char *padded(const char *method, int id, size_t bytes)
+{
+    static char buf[4][8192];
+    static int slot;
+    char *b = buf[slot++ % 4];
+    char pad[8000];
+    size_t n = bytes < sizeof pad ? bytes : sizeof pad - 1;
+    memset(pad, 'p', n);
+    pad[n] = '\0';
+    snprintf(b, sizeof buf[0],
+             "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":{\"pad\":\"%s\"},\"id\":%d}\n",
+             method, pad, id);
+    return b;
+}
+
+START_TEST(server_max_input)
+{
+    ck_assert_int_eq(tkd_server_set_max_input(F.srv, 1000), 0);
+    conn *c = conn_open();
+    char buf[8192];
+    snprintf(buf, sizeof buf, "%s%s%s", padded("count", 1, 600), padded("count", 2, 600),
+             padded("count", 3, 100));
+    conn_send(c, buf);
+    pump_io(); /* all three framed and parsed before any runs */
+    for (int id = 1; id <= 3; id++) {
+        json_t *r = conn_recv(c);
+        ck_assert_int_eq(id_of(r), id);
+        if (id == 1) {
+            ck_assert_int_eq(json_integer_value(json_object_get(result_of(r), "count")), 1);
+        } else if (id == 2) {
+            ck_assert_int_eq(code_of(r), TKD_RPC_LIMIT);
+            ck_assert_ptr_nonnull(strstr(message_of(r), "control.max_input"));
+        } else {
+            /* 600 + 100 fit again once the first ran, but it was parsed with it */
+            ck_assert(json_object_get(r, "result") || code_of(r) == TKD_RPC_LIMIT);
+        }
+        json_decref(r);
+    }
+    tkd_server_stats st;
+    tkd_server_get_stats(F.srv, &st);
+    ck_assert_uint_ge(st.input_refused, 1);
+    /* once run, the bytes are given back */
+    conn_send(c, padded("count", 4, 900));
+    json_t *r = conn_recv(c);
+    ck_assert_ptr_nonnull(json_object_get(r, "result"));
+    json_decref(r);
+    conn_close(c);
+}
+END_TEST
+
+START_TEST(server_deferred_calls_keep_little)
+{
+    ck_assert_int_eq(tkd_server_set_max_input(F.srv, 1000), 0);
+    conn *c = conn_open();
+    conn_send(c, padded("defer", 1, 800));
+    pump(); /* deferred: keeps only its id and method */
+    ck_assert_uint_eq(F.nfresh, 1);
+    ck_assert_ptr_null(tkd_call_params(F.fresh[0]));
+    ck_assert_str_eq(tkd_call_method(F.fresh[0]), "defer");
+    /* its 800 bytes no longer count: another big request fits */
+    conn_send(c, padded("count", 2, 800));
+    pump_io();
+    tkd_server_drain(F.srv, dispatch, &F);
+    tkd_server_flush(F.srv);
+    json_t *r = conn_recv(c); /* answers 2, then the deferred 1 */
+    ck_assert_int_eq(id_of(r), 2);
+    ck_assert_ptr_nonnull(json_object_get(r, "result"));
+    json_decref(r);
+    r = conn_recv(c);
+    ck_assert_int_eq(id_of(r), 1);
+    ck_assert(json_is_true(json_object_get(result_of(r), "deferred")));
+    json_decref(r);
+    conn_close(c);
+}
+END_TEST
+
+START_TEST(server_pass_ends_at_deadline)
+{
+    conn *c = conn_open();
+    char buf[4096] = "";
+    for (int i = 1; i <= 10; i++)
+        strcat(buf, req("count", i, NULL));
+    pump_io(); /* accepted (and maybe read) without a deadline */
+    conn_send(c, buf);
+    /* A deadline already past: one line is framed, the pass ends. */
+    tkd_server_set_deadline(F.srv, 1);
+    pump_io();
+    tkd_server_drain(F.srv, dispatch, &F);
+    ck_assert_int_eq(F.counted, 1);
+    tkd_server_set_deadline(F.srv, 0);
+    for (int i = 1; i <= 10; i++) {
+        json_t *r = conn_recv(c);
+        ck_assert_int_eq(id_of(r), i);
+        json_decref(r);
+    }
+    ck_assert_int_eq(F.counted, 10);
+    ck_assert_uint_gt(tkd_server_take_busy_ns(F.srv), 0);
+    ck_assert_uint_eq(tkd_server_take_busy_ns(F.srv), 0);
+    conn_close(c);
+}
+END_TEST
+
+START_TEST(server_drain_until)
+{
+    conn *c = conn_open();
+    char buf[4096] = "";
+    for (int i = 1; i <= 5; i++)
+        strcat(buf, req("count", i, NULL));
+    conn_send(c, buf);
+    pump_io();
+    /* past deadline: exactly one call runs (never none) */
+    ck_assert_uint_eq(tkd_server_drain_until(F.srv, dispatch, &F, 1), 1);
+    ck_assert_int_eq(F.counted, 1);
+    ck_assert_uint_eq(tkd_server_drain_until(F.srv, dispatch, &F, UINT64_MAX), 4);
+    ck_assert_int_eq(F.counted, 5);
+    conn_close(c);
+}
+END_TEST
+
+/* Pump with short sleeps (the timeout sweep runs once a second) until the
+ * connection is closed; false after `seconds`. */
+static bool wait_eof_slow(conn *c, double seconds)
+{
+    for (int i = 0; i < (int)(seconds * 100) && !c->eof; i++) {
+        pump();
+        conn_fill(c);
+        if (!c->eof)
+            usleep(10000);
+    }
+    return c->eof;
+}
+
+START_TEST(server_line_timeout)
+{
+    tkd_server_set_timeouts(F.srv, 0, 100);
+    conn *c = conn_open();
+    conn_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"count\"");
+    ck_assert(wait_eof_slow(c, 5));
+    json_t *r = conn_recv(c);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(code_of(r), TKD_RPC_LIMIT);
+    ck_assert_ptr_nonnull(strstr(message_of(r), "incomplete"));
+    json_decref(r);
+    ck_assert_int_eq(F.counted, 0);
+    tkd_server_stats st;
+    tkd_server_get_stats(F.srv, &st);
+    ck_assert_uint_eq(st.timeouts, 1);
+    conn_close(c);
+}
+END_TEST
+
+START_TEST(server_idle_timeout)
+{
+    tkd_server_set_timeouts(F.srv, 100, 0);
+    conn *idle = conn_open();
+    conn *sub = conn_open();
+    conn_send(sub, req("subscribe", 1, "{\"topics\":[\"stats\"]}"));
+    json_t *r = conn_recv(sub);
+    json_decref(r);
+    ck_assert(wait_eof_slow(idle, 5));
+    /* the subscriber stays: it is waiting for events, not idle */
+    ck_assert(!sub->eof);
+    conn_send(sub, req("count", 2, NULL));
+    r = conn_recv(sub);
+    ck_assert_ptr_nonnull(json_object_get(r, "result"));
+    json_decref(r);
+    conn_close(idle);
+    conn_close(sub);
+}
+END_TEST
+
 START_TEST(server_slow_subscriber)
 {
     size_t max_output = 64 * 1024;
@@ -1310,7 +1483,7 @@ END_TEST
 
 START_TEST(server_topics_and_limits)
 {
-    static const char *const names[] = {"frame", "stats", "overrun", "slow_tick", "log"};
+    static const char *const names[] = {"frame", "stats", "overrun", "slow_tick", "log", "slow_request"};
     for (int i = 0; i < TKD_TOPIC_COUNT; i++) {
         tkd_topic t;
         ck_assert_int_eq(tkd_topic_parse(names[i], &t), 0);
@@ -1453,6 +1626,12 @@ static Suite *server_suite(void)
     tcase_add_test(tc, server_many_clients);
     tcase_add_test(tc, server_max_clients);
     tcase_add_test(tc, server_max_pending);
+    tcase_add_test(tc, server_max_input);
+    tcase_add_test(tc, server_deferred_calls_keep_little);
+    tcase_add_test(tc, server_pass_ends_at_deadline);
+    tcase_add_test(tc, server_drain_until);
+    tcase_add_test(tc, server_line_timeout);
+    tcase_add_test(tc, server_idle_timeout);
     tcase_add_test(tc, server_slow_subscriber);
     tcase_add_test(tc, server_max_output_disconnect);
     tcase_add_test(tc, server_large_response_fits);
