@@ -65,6 +65,11 @@ static const tkd_config_key keys[] = {
     {"control", "socket_mode", TKD_CFG_MODE, "0660", 0, 0777, false,
      F(socket_mode), "octal",
      "Permission bits of the socket file; world-writable modes are refused."},
+    {"control", "readonly_socket", TKD_CFG_PATH, "", 0, 0, false, F(readonly_socket), "",
+     "A second socket whose clients may only read (stats, lists, gets, traces, "
+     "events); empty = none."},
+    {"control", "readonly_socket_mode", TKD_CFG_MODE, "0660", 0, 0777, false,
+     F(readonly_socket_mode), "octal", "Permission bits of the read-only socket file."},
     {"control", "max_clients", TKD_CFG_UINT, "256", 1, 65535, true,
      F(max_clients), "connections",
      "Connections served at once; one more is told so and closed."},
@@ -436,7 +441,8 @@ static int parse_value(const tkd_config_key *k, const char *v, parsed *out,
             return TK_EINVAL;
         }
     }
-    if (*v == '\0' && k->type != TKD_CFG_LIST) {
+    /* A path whose default is empty is optional: empty = none. */
+    if (*v == '\0' && k->type != TKD_CFG_LIST && !(k->type == TKD_CFG_PATH && !*k->def)) {
         snprintf(reason, rlen, "empty value");
         return TK_EINVAL;
     }

@@ -82,6 +82,8 @@ typedef struct tkd_config {
     /* [control] */
     char *socket;               /* path of the control socket (owned)         */
     unsigned socket_mode;       /* permission bits of the socket file         */
+    char *readonly_socket;      /* path of the read-only socket ("" = none)   */
+    unsigned readonly_socket_mode; /* its permission bits                     */
     unsigned max_clients;       /* connections at once                        */
     size_t max_line;            /* bytes, longest request line                */
     unsigned max_pending;       /* requests queued per client                 */

@@ -76,6 +76,7 @@ static bool stats_tick(void *ud, double dt)
 {
     (void)dt;
     tkd *d = ud;
+    tkd_logging_flush(); /* report floods that stopped */
     if (subscribed(d, TKD_TOPIC_STATS))
         tkd_server_publish(d->srv, TKD_TOPIC_STATS, tkd_stats_json(d));
     return true;
@@ -522,6 +523,10 @@ int tkd_init(tkd *d, char *err, size_t errlen)
         return -1;
     if (tkd_server_new(d->base, &sc2, &d->srv, err, errlen) != 0)
         return -1;
+    if (d->cfg.readonly_socket && *d->cfg.readonly_socket &&
+        tkd_server_add_readonly(d->srv, d->cfg.readonly_socket, d->cfg.readonly_socket_mode, err,
+                                errlen) != 0)
+        return -1;
 
     d->sig_term = evsignal_new(d->base, SIGTERM, on_signal, d);
     d->sig_int = evsignal_new(d->base, SIGINT, on_signal, d);
@@ -533,8 +538,10 @@ int tkd_init(tkd *d, char *err, size_t errlen)
 
     tkd_logging_set_forward(on_log_forward, d);
     tk_ticker_add(d->engine, 1.0, stats_tick, d, &d->stats_ticker);
-    tk_log_info("tickd %s ready: socket %s, %g Hz%s, %zu level%s", TKD_VERSION,
+    tk_log_info("tickd %s ready: socket %s%s%s, %g Hz%s, %zu level%s", TKD_VERSION,
                 tkd_server_path(d->srv) ? tkd_server_path(d->srv) : "from systemd (LISTEN_FDS)",
+                tkd_server_readonly_path(d->srv) ? ", read-only socket " : "",
+                tkd_server_readonly_path(d->srv) ? tkd_server_readonly_path(d->srv) : "",
                 d->cfg.tick_rate,
                 d->cfg.fixed_dt > 0 ? " (fixed dt)" : "", tk_level_count(d->world),
                 tk_level_count(d->world) == 1 ? "" : "s");

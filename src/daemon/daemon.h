@@ -94,6 +94,8 @@ void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params);
 /* Method names, NULL-terminated. */
 const char *const *tkd_method_names(void);
 bool tkd_method_exists(const char *name);
+/* May clients of the read-only socket call it? */
+bool tkd_method_readonly(const char *name);
 
 /* Timer actions, for snapshots: check one, read a timer's, restore a timer. */
 int tkd_action_check(const json_t *action, char *why, size_t len);

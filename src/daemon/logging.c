@@ -13,6 +13,7 @@
 #include "logging.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -132,8 +133,130 @@ static void write_all(int fd, const char *s, size_t n)
     }
 }
 
-/* The tk_log handler. */
+/* ---- flood control ---------------------------------------------------- */
+
+static unsigned long long flood_key(const char *msg)
+{
+    unsigned long long h = 1469598103934665603ull; /* FNV-1a */
+    bool digits = false;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        bool d = *p >= '0' && *p <= '9';
+        if (d && digits)
+            continue;
+        digits = d;
+        h = (h ^ (d ? '#' : *p)) * 1099511628211ull;
+    }
+    return h ? h : 1;
+}
+
+static void flood_summary(tkd_logflood_entry *x, tkd_logflood_emit_fn emit, void *ud)
+{
+    if (x->suppressed && emit)
+        emit(ud, x->level, x->suppressed, TKD_LOGFLOOD_WINDOW_S, x->sample);
+    x->suppressed = 0;
+}
+
+bool tkd_logflood_allow(tkd_logflood *f, tk_log_level level, const char *msg, double now,
+                        tkd_logflood_emit_fn emit, void *ud)
+{
+    if (level >= TK_LOG_DEBUG)
+        return true;
+    unsigned long long key = flood_key(msg);
+    tkd_logflood_entry *x = NULL, *lru = &f->e[0];
+    for (size_t i = 0; i < TKD_LOGFLOOD_KEYS; i++) {
+        if (f->e[i].key == key) {
+            x = &f->e[i];
+            break;
+        }
+        if (!f->e[i].key || (lru->key && f->e[i].seen < lru->seen))
+            lru = &f->e[i];
+    }
+    if (!x) {
+        x = lru;
+        if (x->key)
+            flood_summary(x, emit, ud);
+        memset(x, 0, sizeof *x);
+        x->key = key;
+        x->start = now;
+    }
+    x->seen = now;
+    if (now - x->start >= TKD_LOGFLOOD_WINDOW_S) {
+        flood_summary(x, emit, ud);
+        x->start = now;
+        x->count = 0;
+    }
+    if (x->count < TKD_LOGFLOOD_BURST) {
+        x->count++;
+        return true;
+    }
+    x->suppressed++;
+    x->level = level;
+    snprintf(x->sample, sizeof x->sample, "%s", msg);
+    return false;
+}
+
+size_t tkd_logflood_flush(tkd_logflood *f, double now, tkd_logflood_emit_fn emit, void *ud)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < TKD_LOGFLOOD_KEYS; i++) {
+        tkd_logflood_entry *x = &f->e[i];
+        if (x->key && x->suppressed && now - x->start >= TKD_LOGFLOOD_WINDOW_S) {
+            flood_summary(x, emit, ud);
+            x->start = now;
+            x->count = 0;
+            n++;
+        }
+    }
+    return n;
+}
+
+static tkd_logflood g_flood;
+static pthread_mutex_t g_flood_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static unsigned long long g_suppressed;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void write_msg(tk_log_level level, const char *msg);
+
+static void emit_summary(void *ud, tk_log_level level, unsigned long n, double window_s,
+                         const char *sample)
+{
+    (void)ud;
+    char buf[TKD_LOGFLOOD_SAMPLE + 96];
+    snprintf(buf, sizeof buf, "%lu similar message%s suppressed in %.0f s; last: %s", n,
+             n == 1 ? "" : "s", window_s, sample);
+    write_msg(level, buf);
+}
+
+void tkd_logging_flush(void)
+{
+    pthread_mutex_lock(&g_flood_mu);
+    tkd_logflood_flush(&g_flood, mono_s(), emit_summary, NULL);
+    pthread_mutex_unlock(&g_flood_mu);
+}
+
+unsigned long long tkd_logging_suppressed(void) { return g_suppressed; }
+
+/* The tk_log handler: flood control, then write (and forward). */
 static void handle(void *ud, tk_log_level level, const char *msg)
+{
+    (void)ud;
+    pthread_mutex_lock(&g_flood_mu);
+    bool ok = tkd_logflood_allow(&g_flood, level, msg, mono_s(), emit_summary, NULL);
+    if (!ok)
+        g_suppressed++;
+    pthread_mutex_unlock(&g_flood_mu);
+    if (ok)
+        write_msg(level, msg);
+}
+
+/* Write one message (and forward warnings and errors). */
+static void write_msg(tk_log_level level, const char *msg)
 {
     struct timespec now = {0, 0};
     if (!g_journal)

@@ -104,6 +104,55 @@ void tkd_ratelimit_init(tkd_ratelimit_t *rl, double interval);
 bool tkd_ratelimit_allow(tkd_ratelimit_t *rl, double now,
                          unsigned long *suppressed);
 
+/*
+ * Flood control of the handler: a message is keyed by its text with every
+ * run of digits read as one digit ("client 17 ... 4096 bytes" and "client
+ * 18 ... 512 bytes" are the same message).  Each key may log
+ * TKD_LOGFLOOD_BURST messages per TKD_LOGFLOOD_WINDOW_S seconds; past
+ * that its messages are counted, not written nor forwarded, and once its
+ * window has passed one line says how many were suppressed, with the last
+ * one's text:
+ *     warn: 40213 similar messages suppressed in 5 s; last: client 9 ...
+ * Keys live in a small table (the least recently seen is replaced).  Debug
+ * messages are never limited.  The handler applies it; the table below is
+ * also usable alone (tests).  Time is an input.
+ */
+#define TKD_LOGFLOOD_BURST 20
+#define TKD_LOGFLOOD_WINDOW_S 5.0
+#define TKD_LOGFLOOD_KEYS 64
+#define TKD_LOGFLOOD_SAMPLE 160
+
+typedef struct tkd_logflood_entry {
+    unsigned long long key;     /* hash of the normalized text; 0 = free      */
+    double start;               /* s, start of the current window             */
+    double seen;                /* s, last message                            */
+    unsigned count;             /* messages in the window                     */
+    unsigned long suppressed;   /* refused in the window                      */
+    tk_log_level level;         /* of the last refused one                    */
+    char sample[TKD_LOGFLOOD_SAMPLE]; /* the last refused one's text          */
+} tkd_logflood_entry;
+
+typedef struct tkd_logflood {
+    tkd_logflood_entry e[TKD_LOGFLOOD_KEYS];
+} tkd_logflood;
+
+/* Called once per entry whose window passed with suppressed messages. */
+typedef void (*tkd_logflood_emit_fn)(void *ud, tk_log_level level, unsigned long suppressed,
+                                     double window_s, const char *sample);
+
+/* Whether `msg` may be written now; a summary of the key's previous window
+ * is emitted first when it had suppressions. */
+bool tkd_logflood_allow(tkd_logflood *f, tk_log_level level, const char *msg, double now,
+                        tkd_logflood_emit_fn emit, void *ud);
+/* Emit the summaries of every window that has passed (call about once a
+ * second so a flood that stopped is still reported); returns how many. */
+size_t tkd_logflood_flush(tkd_logflood *f, double now, tkd_logflood_emit_fn emit, void *ud);
+
+/* The handler's own table: flush it (the daemon calls this once a second). */
+void tkd_logging_flush(void);
+/* Messages the handler suppressed since start. */
+unsigned long long tkd_logging_suppressed(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -133,6 +133,42 @@ static bool keys(req *r, const char *const *allowed)
 
 static json_t *jid(uint64_t v) { return json_integer((json_int_t)v); }
 
+/*
+ * What one reply may hold: the client's control.max_output less room for
+ * the envelope, so a listing is never computed past what could be sent.
+ * Timer actions (no client) get the same bound.
+ */
+static size_t out_budget(req *r)
+{
+    size_t cap = TKD_SERVER_DEFAULT_MAX_OUTPUT;
+    if (r->d->srv) {
+        tkd_server_limits l;
+        tkd_server_get_limits(r->d->srv, &l);
+        cap = l.max_output;
+    }
+    return cap > 8192 ? cap - 4096 : cap / 2;
+}
+
+/* When a listing of rich items (timers, tickables, tick functions) stops
+ * computing: [control] request_budget_ms after it started, so that a big
+ * page costs the frame loop no more than the requests of one frame. */
+static uint64_t list_deadline(req *r)
+{
+    double ms = r->d->cfg.request_budget_ms > 0 ? r->d->cfg.request_budget_ms : 4;
+    return tk_clock_now_ns() + (uint64_t)(ms * 1e6);
+}
+
+/* Add the encoded size of `item` (and a comma) to *used; false if that
+ * passes `budget` (then *used is unchanged). */
+static bool fits(size_t *used, size_t budget, const json_t *item)
+{
+    size_t n = json_dumpb(item, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) + 1;
+    if (*used + n > budget)
+        return false;
+    *used += n;
+    return true;
+}
+
 /* ---- engine --------------------------------------------------------------------- */
 
 static uint64_t rss_bytes(void)
@@ -215,6 +251,7 @@ json_t *tkd_stats_json(tkd *d)
     json_object_set_new(o, "gap_ms", ms(st.last.gap_ns));
     json_object_set_new(o, "gap_max_ms_10s", json_real(st.gap_max_ms_10s));
     json_object_set_new(o, "slow_requests", jid(d->slow_requests));
+    json_object_set_new(o, "log_suppressed", jid(tkd_logging_suppressed()));
     json_object_set_new(o, "entities", jid(tks_entity_count(d->sim)));
     json_t *tf = json_object();
     json_object_set_new(tf, "enabled", jid(tc.enabled));
@@ -739,10 +776,22 @@ static void m_entity_list(req *r)
         fail(r, -32602, "class: unknown class '%s'", cls);
         return;
     }
+    /* Ids are at most as long as the next one: never list past the reply's
+     * size bound. */
+    char big[32];
+    size_t per_id = (size_t)snprintf(big, sizeof big, "%llu", (unsigned long long)tks_next_id(d->sim)) + 1;
+    uint64_t fit = out_budget(r) / per_id;
+    bool capped = limit > fit;
+    if (capped)
+        limit = fit;
     list_ctx lc = {json_array()};
     uint64_t total = tks_entity_list(d->sim, l, c, offset, limit, list_one, &lc);
     json_t *o = json_object();
     json_object_set_new(o, "total", jid(total));
+    if (capped && total > offset + json_array_size(lc.ids)) {
+        json_object_set_new(o, "truncated", json_true());
+        json_object_set_new(o, "next_offset", jid(offset + json_array_size(lc.ids)));
+    }
     json_object_set_new(o, "ids", lc.ids);
     ok(r, o);
 }
@@ -988,9 +1037,16 @@ static void m_tick_dump(req *r)
     json_t *ticks = json_array();
     uint64_t cur = 0, k = 0;
     tk_tick_id id;
+    size_t budget = out_budget(r), used = 0;
+    uint64_t until = list_deadline(r);
+    bool cut = false;
     while (json_array_size(ticks) < limit && tk_tick_next(d->world, &cur, &id)) {
         if (k++ < offset)
             continue;
+        if (json_array_size(ticks) > 0 && tk_clock_now_ns() >= until) {
+            cut = true;
+            break;
+        }
         tk_tick_info i;
         tk_tick_get(d->world, id, &i);
         int comp = -1;
@@ -1008,11 +1064,20 @@ static void m_tick_dump(req *r)
         if (i.state == TK_TICK_COOLING_DOWN)
             json_object_set_new(x, "cooldown", json_real(i.cooldown));
         json_object_set_new(x, "prerequisites", prereq_ids(d, id));
+        if (!fits(&used, budget, x)) {
+            json_decref(x);
+            cut = true;
+            break;
+        }
         json_array_append_new(ticks, x);
     }
     json_t *o = json_object();
     json_object_set_new(o, "total", jid(tc.registered));
     json_object_set_new(o, "ticks", ticks);
+    if (cut) {
+        json_object_set_new(o, "truncated", json_true());
+        json_object_set_new(o, "next_offset", jid(offset + json_array_size(ticks)));
+    }
     ok(r, o);
 }
 
@@ -1262,25 +1327,58 @@ static void m_timer_get(req *r)
     ok(r, timer_json(r->d, h));
 }
 
-/* {key: [item(x) for every x the core's iterator `next` gives]} */
+/*
+ * {key: [item(x) ...], "total"}: the items the core's iterator `next` gives,
+ * skipping `offset`, at most `limit` (default 100), and never more than fit
+ * in a reply (out_budget): a page cut short says "truncated": true and the
+ * "next_offset" to ask for.
+ */
 static void list_reply(req *r, const char *key,
                        bool (*next)(const tk_world_t *, uint64_t *, uint64_t *),
-                       json_t *(*item)(tkd *, uint64_t))
+                       json_t *(*item)(tkd *, uint64_t), uint64_t total)
 {
-    NOKEYS();
+    KEYS("offset", "limit");
+    tkd_perr pe;
+    uint64_t offset = 0, limit = 100;
+    READ(tkd_p_u64(r->params, "offset", "", 0, UINT64_MAX, &offset, &pe));
+    READ(tkd_p_u64(r->params, "limit", "", 0, LIST_MAX, &limit, &pe));
     json_t *a = json_array();
-    uint64_t cur = 0, x;
-    while (next(r->d->world, &cur, &x)) {
+    size_t budget = out_budget(r), used = 0;
+    uint64_t cur = 0, x, k = 0, until = list_deadline(r);
+    bool cut = false;
+    while (json_array_size(a) < limit && next(r->d->world, &cur, &x)) {
+        if (k++ < offset)
+            continue;
+        if (json_array_size(a) > 0 && tk_clock_now_ns() >= until) {
+            cut = true;
+            break;
+        }
         json_t *t = item(r->d, x);
-        if (t)
-            json_array_append_new(a, t);
+        if (!t)
+            continue;
+        if (!fits(&used, budget, t)) {
+            json_decref(t);
+            cut = true;
+            break;
+        }
+        json_array_append_new(a, t);
     }
     json_t *o = json_object();
     json_object_set_new(o, key, a);
+    json_object_set_new(o, "total", jid(total));
+    if (cut) {
+        json_object_set_new(o, "truncated", json_true());
+        json_object_set_new(o, "next_offset", jid(offset + json_array_size(a)));
+    }
     ok(r, o);
 }
 
-static void m_timer_list(req *r) { list_reply(r, "timers", tk_timer_next, timer_json); }
+static void m_timer_list(req *r)
+{
+    tk_timer_counts tm;
+    tk_timer_get_counts(r->d->world, &tm);
+    list_reply(r, "timers", tk_timer_next, timer_json, tm.active + tm.paused + tm.pending);
+}
 
 /* ---- tickables ------------------------------------------------------------------------ */
 
@@ -1413,7 +1511,10 @@ static void m_tickable_get(req *r)
     ok(r, tickable_json(r->d, id));
 }
 
-static void m_tickable_list(req *r) { list_reply(r, "tickables", tk_tickable_next, tickable_json); }
+static void m_tickable_list(req *r)
+{
+    list_reply(r, "tickables", tk_tickable_next, tickable_json, tk_tickable_count(r->d->world));
+}
 
 /* ---- events ------------------------------------------------------------------------------ */
 
@@ -1546,9 +1647,32 @@ bool tkd_method_exists(const char *name)
     return false;
 }
 
+/* What a client of the read-only socket may call: what reads and nothing
+ * that changes the world, the engine or the files. */
+static const char *const readonly_methods[] = {
+    "engine.info", "engine.stats", "engine.profile", "world.status", "world.trace", "world.hash",
+    "level.list", "entity.get", "entity.list", "tick.dump", "timer.get", "timer.list",
+    "tickable.get", "tickable.list", "events.subscribe", "events.unsubscribe", "rpc.discover",
+    NULL};
+
+bool tkd_method_readonly(const char *name)
+{
+    for (size_t i = 0; name && readonly_methods[i]; i++)
+        if (!strcmp(readonly_methods[i], name))
+            return true;
+    return false;
+}
+
 void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
 {
     req r = {d, call, method, params, false};
+    if (call && tkd_call_readonly(call) && !tkd_method_readonly(method)) {
+        fail(&r, -32005,
+             "%s is not allowed on the read-only socket: use the control socket "
+             "([control] socket)",
+             method);
+        return;
+    }
     for (size_t i = 0; i < N_METHODS; i++) {
         if (!strcmp(methods[i].name, method)) {
             methods[i].fn(&r);

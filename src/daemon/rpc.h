@@ -46,7 +46,8 @@ enum {
     TKD_RPC_NOT_FOUND = -32001,
     TKD_RPC_INVALID_STATE = -32002,
     TKD_RPC_LIMIT = -32003,
-    TKD_RPC_SHUTTING_DOWN = -32004
+    TKD_RPC_SHUTTING_DOWN = -32004,
+    TKD_RPC_FORBIDDEN = -32005 /* not allowed on this socket (read-only) */
 };
 
 /* Deepest nesting of arrays and objects accepted in one line. */

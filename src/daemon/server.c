@@ -105,6 +105,7 @@ struct tkd_call {
     const char *method;      /* borrowed from req                          */
     json_t *params;          /* borrowed from req; NULL when absent        */
     uint64_t client_id;      /* copied for logs after the client is gone   */
+    bool readonly;           /* came through the read-only socket          */
     size_t in_bytes;         /* its share of the request line (max_input)  */
     uid_t uid;
     pid_t pid;
@@ -120,6 +121,7 @@ struct tkd_client {
     uid_t uid;               /* peer credentials, (uid_t)-1 if unknown      */
     pid_t pid;               /* 0 if unknown                                */
     unsigned flags;          /* CF_*                                        */
+    bool readonly;           /* connected through the read-only socket      */
     const char *why;         /* static: why input is done (for the log)     */
     struct event *rev, *wev; /* readable / writable (with linger timeout)   */
     struct event *more;      /* zero-delay timer: the rest of a backlog     */
@@ -144,6 +146,11 @@ struct tkd_server {
     struct event_base *base;   /* borrowed from the caller                  */
     int lfd;                   /* listening socket, -1 once closed           */
     struct event *lev;         /* accept readiness                           */
+    int ro_fd;                 /* the read-only listener, or -1              */
+    struct event *ro_ev;
+    char *ro_path;             /* its socket file                            */
+    dev_t ro_dev;
+    ino_t ro_ino;
     struct event *resume_ev;   /* re-arms accepting after EMFILE             */
     struct event *reap_ev;     /* frees closing clients                      */
     char *path;                /* socket file we bound, NULL if handed in    */
@@ -598,6 +605,7 @@ json_t *tkd_call_id(const tkd_call *call) { return call->id; }
 bool tkd_call_is_notification(const tkd_call *call) { return call->id == NULL; }
 uint64_t tkd_call_client_id(const tkd_call *call) { return call->client_id; }
 uid_t tkd_call_uid(const tkd_call *call) { return call->uid; }
+bool tkd_call_readonly(const tkd_call *call) { return call->readonly; }
 pid_t tkd_call_pid(const tkd_call *call) { return call->pid; }
 
 tkd_client *tkd_call_client(const tkd_call *call)
@@ -850,6 +858,7 @@ static void queue_call(tkd_client *c, reply *r, size_t index, const tkd_rpc_item
     call->method = it->method;
     call->params = it->params;
     call->client_id = c->id;
+    call->readonly = c->readonly;
     call->uid = c->uid;
     call->pid = c->pid;
     call->state = CALL_QUEUED;
@@ -1106,7 +1115,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     busy_end(srv, t0);
 }
 
-static void client_new(tkd_server *srv, int fd)
+static void client_new(tkd_server *srv, int fd, bool readonly)
 {
     tkd_client *c = tk_calloc(1, sizeof *c);
     c->srv = srv;
@@ -1141,6 +1150,7 @@ static void client_new(tkd_server *srv, int fd)
         return;
     }
     c->id = ++srv->next_client_id;
+    c->readonly = readonly;
     c->last_in_ns = tk_clock_now_ns();
     c->next = srv->clients;
     if (srv->clients)
@@ -1150,8 +1160,8 @@ static void client_new(tkd_server *srv, int fd)
     srv->st.clients = srv->nclients;
     srv->st.accepted++;
     srv->rejecting = false;
-    tk_log_debug("client %" PRIu64 " connected (uid %ld pid %ld)", c->id,
-                 (long)(int)c->uid, (long)c->pid);
+    tk_log_debug("client %" PRIu64 " connected (uid %ld pid %ld%s)", c->id,
+                 (long)(int)c->uid, (long)c->pid, readonly ? ", read-only" : "");
 }
 
 /* Over max_clients: one -32003 line, written without waiting, then close. */
@@ -1183,18 +1193,27 @@ static void reject(tkd_server *srv, int fd)
     }
 }
 
-static void on_accept_(evutil_socket_t lfd, tkd_server *srv);
+static void on_accept_(evutil_socket_t lfd, tkd_server *srv, bool readonly);
 
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     (void)what;
     tkd_server *srv = arg;
     uint64_t t0 = tk_clock_now_ns();
-    on_accept_(lfd, srv);
+    on_accept_(lfd, srv, false);
     busy_end(srv, t0);
 }
 
-static void on_accept_(evutil_socket_t lfd, tkd_server *srv)
+static void on_accept_ro(evutil_socket_t lfd, short what, void *arg)
+{
+    (void)what;
+    tkd_server *srv = arg;
+    uint64_t t0 = tk_clock_now_ns();
+    on_accept_(lfd, srv, true);
+    busy_end(srv, t0);
+}
+
+static void on_accept_(evutil_socket_t lfd, tkd_server *srv, bool readonly)
 {
     for (int i = 0; i < ACCEPT_BURST; i++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -1207,6 +1226,8 @@ static void on_accept_(evutil_socket_t lfd, tkd_server *srv)
             if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
                 struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
                 event_del(srv->lev);
+                if (srv->ro_ev)
+                    event_del(srv->ro_ev);
                 evtimer_add(srv->resume_ev, &tv);
                 tk_log_warn("control socket: accept failed: %s; not accepting for "
                             "%d ms",
@@ -1220,7 +1241,7 @@ static void on_accept_(evutil_socket_t lfd, tkd_server *srv)
             reject(srv, fd);
             continue;
         }
-        client_new(srv, fd);
+        client_new(srv, fd, readonly);
     }
 }
 
@@ -1277,6 +1298,8 @@ static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
     tkd_server *srv = arg;
     if (srv->lev)
         event_add(srv->lev, NULL);
+    if (srv->ro_ev)
+        event_add(srv->ro_ev, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1302,7 +1325,28 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
  * existing file).  On success srv->lfd, path, dev and ino are set.
  */
 static int listen_path(tkd_server *srv, const char *path, unsigned mode, char *err,
+                       size_t errlen);
+static int listen_at(const char *path, unsigned mode, int *ofd, dev_t *odev, ino_t *oino,
+                     char *err, size_t errlen);
+
+static int listen_path(tkd_server *srv, const char *path, unsigned mode, char *err,
                        size_t errlen)
+{
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    int rc = listen_at(path, mode, &fd, &dev, &ino, err, errlen);
+    if (rc)
+        return rc;
+    srv->lfd = fd;
+    srv->path = tk_strdup(path);
+    srv->dev = dev;
+    srv->ino = ino;
+    return 0;
+}
+
+static int listen_at(const char *path, unsigned mode, int *ofd, dev_t *odev, ino_t *oino,
+                     char *err, size_t errlen)
 {
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
@@ -1366,10 +1410,9 @@ static int listen_path(tkd_server *srv, const char *path, unsigned mode, char *e
         close(fd);
         return fail(err, errlen, TK_EIO, "cannot listen on %s: %s", path, strerror(e));
     }
-    srv->lfd = fd;
-    srv->path = tk_strdup(path);
-    srv->dev = st.st_dev;
-    srv->ino = st.st_ino;
+    *ofd = fd;
+    *odev = st.st_dev;
+    *oino = st.st_ino;
     return 0;
 }
 
@@ -1415,6 +1458,21 @@ static void stop_listening(tkd_server *srv)
         tk_free(srv->path);
         srv->path = NULL;
     }
+    if (srv->ro_ev) {
+        event_free(srv->ro_ev);
+        srv->ro_ev = NULL;
+    }
+    if (srv->ro_fd >= 0) {
+        close(srv->ro_fd);
+        srv->ro_fd = -1;
+    }
+    if (srv->ro_path) {
+        struct stat st;
+        if (lstat(srv->ro_path, &st) == 0 && st.st_dev == srv->ro_dev && st.st_ino == srv->ro_ino)
+            unlink(srv->ro_path);
+        tk_free(srv->ro_path);
+        srv->ro_path = NULL;
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -1456,6 +1514,7 @@ int tkd_server_new(struct event_base *base, const tkd_server_config *cfg,
     tkd_server *srv = tk_calloc(1, sizeof *srv);
     srv->base = base;
     srv->lfd = -1;
+    srv->ro_fd = -1;
     srv->lim = cfg->limits;
     int rc = cfg->listen_fd >= 0 ? adopt_fd(srv, cfg->listen_fd, err, errlen)
                                  : listen_path(srv, cfg->path, cfg->mode, err, errlen);
@@ -1768,6 +1827,40 @@ void tkd_server_get_stats(const tkd_server *srv, tkd_server_stats *out)
 }
 
 const char *tkd_server_path(const tkd_server *srv) { return srv->path; }
+const char *tkd_server_readonly_path(const tkd_server *srv) { return srv->ro_path; }
+
+int tkd_server_add_readonly(tkd_server *srv, const char *path, unsigned mode, char *err,
+                            size_t errlen)
+{
+    if (srv->ro_fd >= 0)
+        return fail(err, errlen, TK_EEXIST, "read-only socket: already listening on %s",
+                    srv->ro_path);
+    if (mode & ~0777u)
+        return fail(err, errlen, TK_EINVAL, "read-only socket: mode %o is not 0..0777", mode);
+    if (srv->path && !strcmp(srv->path, path))
+        return fail(err, errlen, TK_EINVAL,
+                    "read-only socket %s is the control socket's path", path);
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    int rc = listen_at(path, mode, &fd, &dev, &ino, err, errlen);
+    if (rc)
+        return rc;
+    srv->ro_ev = event_new(srv->base, fd, EV_READ | EV_PERSIST, on_accept_ro, srv);
+    if (!srv->ro_ev || event_add(srv->ro_ev, NULL) != 0) {
+        if (srv->ro_ev)
+            event_free(srv->ro_ev);
+        srv->ro_ev = NULL;
+        close(fd);
+        unlink(path);
+        return fail(err, errlen, TK_ENOMEM, "read-only socket: out of memory");
+    }
+    srv->ro_fd = fd;
+    srv->ro_path = tk_strdup(path);
+    srv->ro_dev = dev;
+    srv->ro_ino = ino;
+    return 0;
+}
 
 uint64_t tkd_client_id(const tkd_client *c) { return c->id; }
 uid_t tkd_client_uid(const tkd_client *c) { return c->uid; }

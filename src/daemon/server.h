@@ -255,6 +255,17 @@ void tkd_server_get_stats(const tkd_server *srv, tkd_server_stats *out);
 const char *tkd_server_path(const tkd_server *srv);
 
 /*
+ * A second listener whose clients are read-only (HAProxy's stats socket
+ * levels): their calls carry tkd_call_readonly() and the dispatcher
+ * decides what they may do.  Same rules for an existing file as the main
+ * socket; unlinked by tkd_server_free / close_all.  0, or TK_E* with `err`.
+ */
+int tkd_server_add_readonly(tkd_server *srv, const char *path, unsigned mode, char *err,
+                            size_t errlen);
+/* Its path, or NULL. */
+const char *tkd_server_readonly_path(const tkd_server *srv);
+
+/*
  * Calls.  A call is valid from the moment `exec` receives it until it is
  * completed; completing it frees it.  Completing is valid even if the
  * client has gone (the response is dropped).
@@ -269,6 +280,8 @@ tkd_client *tkd_call_client(const tkd_call *call);
 /* The client's identity, kept after it has gone, for logs. */
 uint64_t tkd_call_client_id(const tkd_call *call);
 uid_t tkd_call_uid(const tkd_call *call);
+/* The call came through the read-only socket. */
+bool tkd_call_readonly(const tkd_call *call);
 pid_t tkd_call_pid(const tkd_call *call);
 
 /* Keep the call past `exec` ("answered later").  Only from within `exec`. */

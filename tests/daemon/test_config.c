@@ -142,7 +142,7 @@ START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 26);
+    ck_assert_uint_eq(n, 28);
     static const char *const reloadable[] = {
         "engine.tick_rate",    "engine.max_dt",       "world.time_dilation",
         "world.max_entities",  "control.max_clients", "control.max_line",

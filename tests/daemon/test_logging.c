@@ -86,6 +86,78 @@ static void teardown(void)
 
 /* ---- formats ---------------------------------------------------------- */
 
+
+static int g_emits;
+static unsigned long g_emitted;
+static char g_sample[TKD_LOGFLOOD_SAMPLE];
+
+static void on_emit(void *ud, tk_log_level level, unsigned long n, double window_s,
+                    const char *sample)
+{
+    (void)ud;
+    (void)level;
+    (void)window_s;
+    g_emits++;
+    g_emitted += n;
+    snprintf(g_sample, sizeof g_sample, "%s", sample);
+}
+
+START_TEST(logging_flood_limits_similar_messages)
+{
+    static tkd_logflood f;
+    memset(&f, 0, sizeof f);
+    g_emits = 0;
+    g_emitted = 0;
+    int allowed = 0;
+    char msg[128];
+    for (int i = 0; i < 1000; i++) {
+        /* numbers differ: still the same message */
+        snprintf(msg, sizeof msg, "client %d: timer action failed (%d)", i, i * 7);
+        allowed += tkd_logflood_allow(&f, TK_LOG_WARN, msg, 100.0 + i * 0.001, on_emit, NULL);
+    }
+    ck_assert_int_eq(allowed, TKD_LOGFLOOD_BURST);
+    ck_assert_int_eq(g_emits, 0);
+    /* another message is not held back by the first */
+    ck_assert(tkd_logflood_allow(&f, TK_LOG_WARN, "something else", 101.0, on_emit, NULL));
+    /* debug is never limited */
+    for (int i = 0; i < 100; i++)
+        ck_assert(tkd_logflood_allow(&f, TK_LOG_DEBUG, "debug", 101.0, on_emit, NULL));
+    /* before the window ends, a flush says nothing */
+    ck_assert_uint_eq(tkd_logflood_flush(&f, 104.0, on_emit, NULL), 0);
+    /* after it, one summary with the count and the last text */
+    ck_assert_uint_eq(tkd_logflood_flush(&f, 105.5, on_emit, NULL), 1);
+    ck_assert_int_eq(g_emits, 1);
+    ck_assert_uint_eq(g_emitted, 1000 - TKD_LOGFLOOD_BURST);
+    ck_assert_str_eq(g_sample, "client 999: timer action failed (6993)");
+    /* a new window allows a new burst */
+    ck_assert(tkd_logflood_allow(&f, TK_LOG_WARN, "client 1: timer action failed (2)", 106.0,
+                                 on_emit, NULL));
+}
+END_TEST
+
+START_TEST(logging_flood_summary_on_next_window)
+{
+    static tkd_logflood f;
+    memset(&f, 0, sizeof f);
+    g_emits = 0;
+    g_emitted = 0;
+    for (int i = 0; i < TKD_LOGFLOOD_BURST + 5; i++)
+        tkd_logflood_allow(&f, TK_LOG_ERROR, "disk full", 10.0, on_emit, NULL);
+    /* the next message after the window reports the suppressed ones first */
+    ck_assert(tkd_logflood_allow(&f, TK_LOG_ERROR, "disk full", 20.0, on_emit, NULL));
+    ck_assert_int_eq(g_emits, 1);
+    ck_assert_uint_eq(g_emitted, 5);
+    /* more keys than the table holds: the oldest is replaced, its count reported */
+    for (int k = 0; k < TKD_LOGFLOOD_KEYS + 4; k++) {
+        char m[32];
+        snprintf(m, sizeof m, "key %c%c", 'a' + k % 26, 'a' + k / 26);
+        for (int i = 0; i < TKD_LOGFLOOD_BURST + 1; i++)
+            tkd_logflood_allow(&f, TK_LOG_WARN, m, 30.0 + k, on_emit, NULL);
+    }
+    ck_assert_int_ge(g_emits, 1 + 4);
+}
+END_TEST
+
 START_TEST(logging_format_plain)
 {
     struct timespec ts = {T_2026_11_21, 123456789};
@@ -368,6 +440,8 @@ static Suite *logging_suite(void)
     TCase *tc = tcase_create("logging");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, logging_format_plain);
+    tcase_add_test(tc, logging_flood_limits_similar_messages);
+    tcase_add_test(tc, logging_flood_summary_on_next_window);
     tcase_add_test(tc, logging_format_journal);
     tcase_add_test(tc, logging_newline_split);
     tcase_add_test(tc, logging_journal_prefix);
