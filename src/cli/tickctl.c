@@ -91,20 +91,21 @@ static const method_help_t methods[] = {
     {"timer.pause", "handle", "pause a timer"},
     {"timer.unpause", "handle", "resume a paused timer"},
     {"timer.get", "handle", "status, rate, loop, elapsed, remaining, fired"},
-    {"timer.list", "", "every timer"},
+    {"timer.list", "[offset] [limit]", "timers, a page at a time (default 100)"},
     {"tickable.add", "class [tick_type when_paused props]",
      "add a tickable object (always, conditional, never); returns id"},
     {"tickable.set", "id [enabled when_paused]", "change a tickable"},
     {"tickable.remove", "id", "remove a tickable"},
     {"tickable.get", "id", "class, tick_type, enabled, ticks, last_frame, accum_dt"},
-    {"tickable.list", "", "every tickable (tickd extension)"},
+    {"tickable.list", "[offset] [limit]", "tickables, a page at a time (tickd extension)"},
     {"events.subscribe", "topics",
      "receive event notifications on this connection (see --watch)"},
     {"events.unsubscribe", "[topics]", "stop receiving notifications"},
 };
 
 /* Topics of events.subscribe, for --watch. */
-static const char *const topics[] = {"frame", "stats", "overrun", "slow_tick", "log"};
+static const char *const topics[] = {"frame", "stats", "overrun", "slow_tick", "log",
+                                     "slow_request"};
 
 /* The command line, parsed. */
 typedef struct ctl_opts {
@@ -401,7 +402,7 @@ static json_t *parse_topics(const char *list)
             usage_error("--watch: empty topic in '%s'", list);
         if (k == sizeof topics / sizeof topics[0])
             usage_error("--watch: unknown topic '%.*s' (topics: frame, stats, "
-                        "overrun, slow_tick, log)",
+                        "overrun, slow_tick, log, slow_request)",
                         (int)n, p);
         for (size_t i = 0; i < json_array_size(arr); i++)
             if (strcmp(json_string_value(json_array_get(arr, i)), topics[k]) == 0)
