@@ -59,6 +59,10 @@ static const tkd_config_key keys[] = {
     {"world", "max_entities", TKD_CFG_UINT, "10000000", 1, 100000000, true,
      F(max_entities), "entities",
      "Cap on live entities; a spawn past it fails with limit exceeded."},
+    {"world", "max_memory", TKD_CFG_BYTES, "0", 0, 1099511627776.0, true, F(max_memory),
+     "bytes",
+     "Past this resident memory, requests that grow the world (spawns, timers, "
+     "tickables, loads...) are refused with limit exceeded; 0 = no limit."},
 
     {"control", "socket", TKD_CFG_PATH, "run/tickd.sock", 0, 0, false,
      F(socket), "", "Path of the JSON-RPC Unix socket."},

@@ -79,6 +79,7 @@ typedef struct tkd_config {
     tkd_strlist levels;         /* level names created at start               */
     double time_dilation;       /* factor, initial world time dilation        */
     unsigned max_entities;      /* entities, cap on live entities             */
+    size_t max_memory;          /* bytes of RSS past which growth is refused  */
     /* [control] */
     char *socket;               /* path of the control socket (owned)         */
     unsigned socket_mode;       /* permission bits of the socket file         */

@@ -61,6 +61,8 @@ typedef struct tkd {
     } cur_slowest, lag_worst;
     uint64_t lag_worst_work_ns; /* work of the worst frame of the streak      */
     uint64_t slow_requests;     /* requests / actions over slow_request_ms    */
+    uint64_t rss_cached;        /* bytes, for [world] max_memory              */
+    uint64_t rss_at_ns;         /* when it was read                           */
     bool offline;               /* no socket (fuzzing, tests): tkd_init_offline */
     char *info_text;            /* engine.info result, serialized (cache)     */
     double info_rate, info_fixed; /* the tick rate and fixed dt it shows       */

@@ -1655,6 +1655,32 @@ static const char *const readonly_methods[] = {
     "tickable.get", "tickable.list", "events.subscribe", "events.unsubscribe", "rpc.discover",
     NULL};
 
+/* Methods that make the world (or the daemon) hold more memory: refused
+ * past [world] max_memory (Redis's maxmemory with noeviction). */
+static const char *const growing_methods[] = {
+    "entity.spawn", "timer.set", "timer.set_for_next_tick", "tickable.add", "level.add",
+    "world.load", "tick.add_prerequisite", "entity.set_props", "world.trace", "engine.profile",
+    NULL};
+
+static bool grows_state(const char *name)
+{
+    for (size_t i = 0; name && growing_methods[i]; i++)
+        if (!strcmp(growing_methods[i], name))
+            return true;
+    return false;
+}
+
+/* RSS against [world] max_memory, read at most every 20 ms. */
+static bool over_memory(tkd *d)
+{
+    uint64_t now = tk_clock_now_ns();
+    if (!d->rss_at_ns || now - d->rss_at_ns > 20000000ull) {
+        d->rss_cached = rss_bytes();
+        d->rss_at_ns = now;
+    }
+    return d->rss_cached > d->cfg.max_memory;
+}
+
 bool tkd_method_readonly(const char *name)
 {
     for (size_t i = 0; name && readonly_methods[i]; i++)
@@ -1666,6 +1692,14 @@ bool tkd_method_readonly(const char *name)
 void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
 {
     req r = {d, call, method, params, false};
+    if (d->cfg.max_memory && grows_state(method) && over_memory(d)) {
+        fail(&r, -32003,
+             "memory limit: the daemon uses %llu MiB, over [world] max_memory (%llu MiB); "
+             "%s is refused until it drops",
+             (unsigned long long)(d->rss_cached >> 20),
+             (unsigned long long)(d->cfg.max_memory >> 20), method);
+        return;
+    }
     if (call && tkd_call_readonly(call) && !tkd_method_readonly(method)) {
         fail(&r, -32005,
              "%s is not allowed on the read-only socket: use the control socket "

@@ -142,10 +142,10 @@ START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 28);
+    ck_assert_uint_eq(n, 29);
     static const char *const reloadable[] = {
         "engine.tick_rate",    "engine.max_dt",       "world.time_dilation",
-        "world.max_entities",  "control.max_clients", "control.max_line",
+        "world.max_entities",  "world.max_memory",  "control.max_clients", "control.max_line",
         "control.max_pending", "control.max_batch",   "control.max_output",
         "control.max_input",   "control.request_budget_ms", "control.idle_timeout_s",
         "control.line_timeout_s", "stats.slow_request_ms", "stats.lag_warn_ms",

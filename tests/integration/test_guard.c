@@ -9,6 +9,7 @@
  * are in `make hostile` (scripts/hostile.sh), not here.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,36 @@ START_TEST(guard_readonly_socket)
 }
 END_TEST
 
+
+/* Past [world] max_memory, what grows the world is refused; the rest works. */
+START_TEST(guard_max_memory)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":10}");
+    /* a limit far below any process's size, applied by SIGHUP */
+    const char *cfg = tkit_slurp(tkit_config_path(d));
+    tkit_write_file(d, "tickd.ini", cfg);
+    char *more = NULL;
+    ck_assert_int_ge(asprintf(&more, "%s\n[world]\nmax_memory = 65536\n", cfg), 0);
+    ck_assert(strstr(cfg, "[world]") == NULL);
+    tkit_write_file(d, "tickd.ini", more);
+    free(more);
+    tkit_signal(d, SIGHUP);
+    double deadline = tkit_now() + tkit_scale(10);
+    while (!strstr(tkit_stderr(d), "max_memory") && tkit_now() < deadline)
+        tkit_wait_frames(c, 1);
+    tkit_err(c, TKIT_LIMIT, "max_memory", "entity.spawn", "{\"class\":\"counter\"}");
+    tkit_err(c, TKIT_LIMIT, "memory limit", "timer.set", "{\"rate\":1}");
+    tkit_err(c, TKIT_LIMIT, "memory limit", "tickable.add", "{\"class\":\"counter\"}");
+    /* reads and shrinking still work */
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 10);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "entity.destroy", "{\"ids\":[1,2]}"), "destroyed"), 2);
+    tkit_ok(c, "engine.stats", NULL);
+    tkit_finish(d);
+}
+END_TEST
+
 static Suite *guard_suite(void)
 {
     Suite *s = suite_create("guard");
@@ -250,6 +281,7 @@ static Suite *guard_suite(void)
     tcase_add_test(tc, guard_idle_connections_do_not_lock_out);
     tcase_add_test(tc, guard_log_flood_suppressed);
     tcase_add_test(tc, guard_readonly_socket);
+    tcase_add_test(tc, guard_max_memory);
     suite_add_tcase(s, tc);
     return s;
 }
