@@ -183,9 +183,15 @@ static bool autosave_tick(void *ud, double dt)
 static void drain_between_frames(tkd *d, uint64_t deadline)
 {
     uint64_t t0 = tk_clock_now_ns(), now = t0;
-    while (now + DRAIN_MARGIN_NS < deadline &&
-           tkd_server_drain_until(d->srv, exec_call, d, deadline - DRAIN_MARGIN_NS) > 0)
+    uint64_t until = deadline - DRAIN_MARGIN_NS;
+    while (now < until) {
+        /* Spawns in slices first: they came before what is still queued. */
+        bool jobs = d->spawn_jobs && tkd_spawn_jobs_run(d, until);
+        size_t ran = tkd_server_drain_until(d->srv, exec_call, d, until);
         now = tk_clock_now_ns();
+        if (!jobs && !ran && !d->spawn_jobs)
+            break;
+    }
     if (now > t0)
         tk_engine_add_work(d->engine, TK_WORK_REQUESTS, now - t0);
 }
@@ -338,11 +344,14 @@ static void pre_world(void *ud, tk_engine_t *e)
     tkd *d = ud;
     if (d->reload)
         do_reload(d);
-    if (d->shutdown)
+    if (d->shutdown) {
         tkd_server_drain(d->srv, exec_call, d);
-    else
-        tkd_server_drain_until(d->srv, exec_call, d,
-                               tk_clock_now_ns() + (uint64_t)(d->cfg.request_budget_ms * 1e6));
+        return;
+    }
+    uint64_t until = tk_clock_now_ns() + (uint64_t)(d->cfg.request_budget_ms * 1e6);
+    if (d->spawn_jobs)
+        tkd_spawn_jobs_run(d, until);
+    tkd_server_drain_until(d->srv, exec_call, d, until);
 }
 
 /* The lag line: how far behind, and what was slowest in the worst frame of
@@ -381,12 +390,21 @@ static void lag_account(tkd *d, const tk_frame_info *f)
     if (st.behind_s <= 0) {
         d->lag_worst.ns = 0;
         d->lag_worst_work_ns = 0;
+        d->lag_prev = c;
+        d->lag_prev_work_ns = f->work_ns;
         return;
+    }
+    /* A long frame makes the next one late: the streak starts with it. */
+    if (!d->lag_worst_work_ns && d->lag_prev_work_ns) {
+        d->lag_worst = d->lag_prev;
+        d->lag_worst_work_ns = d->lag_prev_work_ns;
     }
     if (f->work_ns >= d->lag_worst_work_ns) {
         d->lag_worst_work_ns = f->work_ns;
         d->lag_worst = c;
     }
+    d->lag_prev = c;
+    d->lag_prev_work_ns = f->work_ns;
     if (st.behind_s * 1e3 < d->cfg.lag_warn_ms || d->sprinting)
         return;
     unsigned long suppressed = 0;

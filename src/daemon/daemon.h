@@ -25,6 +25,7 @@
 
 typedef struct tkd_trace tkd_trace;
 typedef struct tkd_waiter tkd_waiter;
+typedef struct tkd_spawn_job tkd_spawn_job;
 
 typedef struct tkd {
     tkd_config cfg;
@@ -42,6 +43,7 @@ typedef struct tkd {
     /* answered-later requests */
     tkd_waiter *waiters;        /* world.step / engine.sprint                 */
     tkd_trace *traces;          /* world.trace                                */
+    tkd_spawn_job *spawn_jobs;  /* big entity.spawn calls done in slices      */
     bool sprinting;
     uint64_t sprint_frames;     /* frames left to sprint (all sprint waiters) */
 
@@ -58,8 +60,9 @@ typedef struct tkd {
         char what[96];          /* "request entity.spawn", "class burner in
                                    post_physics", "timer action world.save" */
         uint64_t ns;
-    } cur_slowest, lag_worst;
+    } cur_slowest, lag_worst, lag_prev;
     uint64_t lag_worst_work_ns; /* work of the worst frame of the streak      */
+    uint64_t lag_prev_work_ns;  /* work of the previous frame                 */
     uint64_t slow_requests;     /* requests / actions over slow_request_ms    */
     uint64_t rss_cached;        /* bytes, for [world] max_memory              */
     uint64_t rss_at_ns;         /* when it was read                           */
@@ -115,6 +118,10 @@ json_t *tkd_frame_split_json(tkd *d, const tk_frame_info *f);
 
 /* The engine.stats object (new reference). */
 json_t *tkd_stats_json(tkd *d);
+
+/* Run the spawns in slices (methods.c) until `deadline_ns`; true while
+ * some remain. */
+bool tkd_spawn_jobs_run(tkd *d, uint64_t deadline_ns);
 
 /* Frame-boundary hooks of methods.c for answered-later requests. */
 void tkd_methods_post_frame(tkd *d, const tk_frame_info *f);

@@ -539,7 +539,15 @@ static void snapshot_method(req *r, bool save)
 }
 
 static void m_world_save(req *r) { snapshot_method(r, true); }
-static void m_world_load(req *r) { snapshot_method(r, false); }
+static void m_world_load(req *r)
+{
+    if (r->d->spawn_jobs) {
+        fail(r, -32002, "a spawn is in progress (entity.spawn in slices): world.load waits "
+                        "for no spawn; retry when it has answered");
+        return;
+    }
+    snapshot_method(r, false);
+}
 
 /* ---- levels ------------------------------------------------------------------------- */
 
@@ -612,6 +620,125 @@ static void m_level_remove(req *r)
 
 /* ---- entities ---------------------------------------------------------------------------- */
 
+static json_t *spawn_result(tks_id first, uint64_t count)
+{
+    json_t *o = json_object();
+    if (count > SPAWN_IDS_MAX) {
+        json_object_set_new(o, "first", jid(first));
+        json_object_set_new(o, "count", jid(count));
+    } else {
+        json_t *ids = json_array();
+        for (uint64_t i = 0; i < count; i++)
+            json_array_append_new(ids, jid(first + i));
+        json_object_set_new(o, "ids", ids);
+    }
+    return o;
+}
+
+/*
+ * Spawns in slices.  A client's spawn that registers more than
+ * SPAWN_SLICE_FUNCS tick functions is validated whole, its ids reserved
+ * (consecutive, counted against max_entities), and then created
+ * SPAWN_STEP entities at a time at frame boundaries, within the request
+ * budget and the idle time between frames (Unreal's level streaming adds a
+ * level's actors over frames under a time limit the same way).  The call
+ * answers {first, count} when the last slice is in; the client's later
+ * requests wait for it (its order is kept), other clients go on.  If a
+ * slice fails (its level or a prerequisite was removed meanwhile), the
+ * entities spawned so far are destroyed and the call answers the error:
+ * all or nothing, as a spawn in one piece.
+ */
+#define SPAWN_SLICE_FUNCS 8192
+#define SPAWN_STEP 512
+
+struct tkd_spawn_job {
+    tkd_spawn_job *next;
+    tkd_call *call;         /* NULL once the client has gone */
+    tks_spawn_req *req;     /* deep copy; count = the whole spawn */
+    tks_id first;
+    uint64_t done;          /* entities spawned so far */
+};
+
+static void spawn_job_free(tkd_spawn_job *j)
+{
+    tks_spawn_req_free(j->req);
+    tk_free(j);
+}
+
+/* Undo a job: destroy what it spawned (still there), release the rest. */
+static uint64_t spawn_job_undo(tkd *d, tkd_spawn_job *j)
+{
+    tks_id *ids = j->done ? tk_malloc(j->done * sizeof *ids) : NULL;
+    size_t n = 0, destroyed = 0;
+    for (uint64_t k = 0; k < j->done; k++)
+        if (tks_entity_get(d->sim, j->first + k))
+            ids[n++] = j->first + k;
+    char err[TKS_ERR_MAX];
+    if (n)
+        tks_destroy(d->sim, ids, n, &destroyed, err);
+    tk_free(ids);
+    tks_release_ids(d->sim, j->req->count - j->done);
+    return destroyed;
+}
+
+static bool spawn_jobs_run(tkd *d, uint64_t deadline);
+
+static bool spawn_job_step(tkd *d, tkd_spawn_job *j, uint64_t deadline)
+{
+    do {
+        tks_spawn_req slice = *j->req;
+        slice.count = j->req->count - j->done < SPAWN_STEP ? j->req->count - j->done : SPAWN_STEP;
+        char err[TKS_ERR_MAX];
+        int rc = tks_spawn_ids(d->sim, &slice, j->first + j->done, err);
+        if (rc) {
+            uint64_t done = j->done;
+            spawn_job_undo(d, j);
+            tk_log_warn("entity.spawn of %llu stopped after %llu: %s; those were destroyed",
+                        (unsigned long long)j->req->count, (unsigned long long)done, err);
+            if (j->call)
+                tkd_call_error(j->call, rc == TK_ELIMIT ? -32003 : rc == TK_ENOENT ? -32001 : -32602,
+                               NULL, "%s (the spawn stopped after %llu of %llu entities; "
+                               "nothing is left of it)", err, (unsigned long long)done,
+                               (unsigned long long)j->req->count);
+            return true;
+        }
+        j->done += slice.count;
+        if (j->done == j->req->count) {
+            if (j->call)
+                tkd_call_reply(j->call, spawn_result(j->first, j->req->count));
+            return true;
+        }
+    } while (tk_clock_now_ns() < deadline);
+    return false;
+}
+
+bool tkd_spawn_jobs_run(tkd *d, uint64_t deadline)
+{
+    uint64_t t0 = tk_clock_now_ns();
+    bool more = spawn_jobs_run(d, deadline);
+    uint64_t ns = tk_clock_now_ns() - t0;
+    if (ns > d->cur_slowest.ns) { /* for the lag warning */
+        d->cur_slowest.ns = ns;
+        snprintf(d->cur_slowest.what, sizeof d->cur_slowest.what,
+                 "request entity.spawn (in slices)");
+    }
+    return more;
+}
+
+static bool spawn_jobs_run(tkd *d, uint64_t deadline)
+{
+    while (d->spawn_jobs) {
+        tkd_spawn_job *j = d->spawn_jobs;
+        if (!spawn_job_step(d, j, deadline))
+            return true;
+        d->spawn_jobs = j->next;
+        spawn_job_free(j);
+        if (tk_clock_now_ns() >= deadline)
+            break;
+    }
+    return d->spawn_jobs != NULL;
+}
+
 static void m_entity_spawn(req *r)
 {
     tkd_arena a = {0};
@@ -625,24 +752,35 @@ static void m_entity_spawn(req *r)
         }
     }
     char err[TKS_ERR_MAX];
+    tkd *d = r->d;
+    if (r->call && sr.count * (1 + sr.n_components) > SPAWN_SLICE_FUNCS && !d->offline) {
+        int rc = tks_spawn_check(d->sim, &sr, err);
+        if (rc) {
+            tkd_arena_free(&a);
+            fail_tk(r, rc, err);
+            return;
+        }
+        tkd_spawn_job *j = tk_calloc(1, sizeof *j);
+        j->req = tks_spawn_req_clone(&sr);
+        tkd_arena_free(&a);
+        j->call = r->call;
+        j->first = tks_reserve_ids(d->sim, sr.count);
+        tkd_spawn_job **pp = &d->spawn_jobs;
+        while (*pp)
+            pp = &(*pp)->next;
+        *pp = j;
+        defer(r);
+        tkd_call_hold_client(r->call);
+        return;
+    }
     tks_id first;
-    int rc = tks_spawn(r->d->sim, &sr, &first, err);
+    int rc = tks_spawn(d->sim, &sr, &first, err);
     tkd_arena_free(&a);
     if (rc) {
         fail_tk(r, rc, err);
         return;
     }
-    json_t *o = json_object();
-    if (sr.count > SPAWN_IDS_MAX) {
-        json_object_set_new(o, "first", jid(first));
-        json_object_set_new(o, "count", jid(sr.count));
-    } else {
-        json_t *ids = json_array();
-        for (uint64_t i = 0; i < sr.count; i++)
-            json_array_append_new(ids, jid(first + i));
-        json_object_set_new(o, "ids", ids);
-    }
-    ok(r, o);
+    ok(r, spawn_result(first, sr.count));
 }
 
 static void m_entity_destroy(req *r)
@@ -1802,6 +1940,18 @@ void tkd_methods_post_frame(tkd *d, const tk_frame_info *f)
 
 void tkd_methods_shutdown(tkd *d)
 {
+    while (d->spawn_jobs) {
+        tkd_spawn_job *j = d->spawn_jobs;
+        d->spawn_jobs = j->next;
+        uint64_t done = j->done;
+        spawn_job_undo(d, j);
+        if (j->call)
+            tkd_call_error(j->call, -32004, NULL,
+                           "shutting down before entity.spawn completed (%llu of %llu were "
+                           "spawned and destroyed again)",
+                           (unsigned long long)done, (unsigned long long)j->req->count);
+        spawn_job_free(j);
+    }
     free(d->info_text);
     d->info_text = NULL;
     while (d->traces) {

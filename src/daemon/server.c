@@ -106,6 +106,7 @@ struct tkd_call {
     json_t *params;          /* borrowed from req; NULL when absent        */
     uint64_t client_id;      /* copied for logs after the client is gone   */
     bool readonly;           /* came through the read-only socket          */
+    bool holds;              /* its client's later calls wait for it        */
     size_t in_bytes;         /* its share of the request line (max_input)  */
     uid_t uid;
     pid_t pid;
@@ -170,6 +171,8 @@ struct tkd_server {
     tkd_call *executing;       /* the call `exec` is handling, or NULL       */
     bool rejecting;            /* refused a client since the last accept     */
     struct event *sweep_ev;    /* once a second: idle and line timeouts      */
+    uint64_t *held;            /* clients whose queued calls wait (ids)      */
+    size_t nheld, cap_held;
     uint64_t deadline_ns;      /* the loop pass ends then (0 = no deadline)  */
     uint64_t busy_ns;          /* time in our callbacks, for the frame report */
     tkd_server_stats st;
@@ -524,6 +527,8 @@ static void reply_finish(reply *r)
 /* Calls                                                              */
 /* ------------------------------------------------------------------ */
 
+static void call_release_hold(tkd_call *call);
+
 /* Give back what the call held against its client's max_input. */
 static void call_uncharge(tkd_call *call, size_t bytes)
 {
@@ -577,6 +582,7 @@ static void call_complete(tkd_call *call, json_t *resp)
     enum call_state prev = call->state;
     call->state = CALL_DONE;
     call_uncharge(call, call->in_bytes);
+    call_release_hold(call);
     reply *r = call->rep;
     r->resp[call->index] = resp;
     if (--r->waiting == 0)
@@ -592,6 +598,7 @@ static void call_complete(tkd_call *call, json_t *resp)
 static void call_drop(tkd_call *call)
 {
     call_uncharge(call, call->in_bytes);
+    call_release_hold(call);
     reply *r = call->rep;
     call->state = CALL_DONE;
     if (--r->waiting == 0)
@@ -1572,6 +1579,7 @@ void tkd_server_free(tkd_server *srv)
     event_free(srv->resume_ev);
     event_free(srv->reap_ev);
     event_free(srv->sweep_ev);
+    tk_free(srv->held);
     tk_free(srv);
 }
 
@@ -1600,6 +1608,42 @@ static void call_shrink(tkd_call *call)
         call_uncharge(call, call->in_bytes - keep);
 }
 
+static bool client_held(const tkd_server *srv, uint64_t client_id)
+{
+    for (size_t i = 0; i < srv->nheld; i++)
+        if (srv->held[i] == client_id)
+            return true;
+    return false;
+}
+
+/* The call that held its client completed (or was dropped). */
+static void call_release_hold(tkd_call *call)
+{
+    if (!call->holds)
+        return;
+    call->holds = false;
+    tkd_server *srv = call->srv;
+    for (size_t i = 0; i < srv->nheld; i++) {
+        if (srv->held[i] == call->client_id) {
+            srv->held[i] = srv->held[--srv->nheld];
+            break;
+        }
+    }
+}
+
+void tkd_call_hold_client(tkd_call *call)
+{
+    if (call->state != CALL_DEFERRED || call->holds)
+        return;
+    tkd_server *srv = call->srv;
+    if (srv->nheld == srv->cap_held) {
+        srv->cap_held = srv->cap_held ? srv->cap_held * 2 : 8;
+        srv->held = tk_realloc(srv->held, srv->cap_held * sizeof *srv->held);
+    }
+    srv->held[srv->nheld++] = call->client_id;
+    call->holds = true;
+}
+
 static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max,
                     uint64_t deadline_ns)
 {
@@ -1607,11 +1651,21 @@ static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max,
         return 0;
     srv->draining = true;
     size_t n = 0;
-    while (srv->qhead && n < max && (n == 0 || !deadline_ns || tk_clock_now_ns() < deadline_ns)) {
-        tkd_call *call = srv->qhead;
-        srv->qhead = call->next;
-        if (!srv->qhead)
-            srv->qtail = NULL;
+    tkd_call *prev = NULL; /* the last call skipped (its client is held) */
+    for (;;) {
+        tkd_call *call = prev ? prev->next : srv->qhead;
+        if (!call || n >= max || (n > 0 && deadline_ns && tk_clock_now_ns() >= deadline_ns))
+            break;
+        if (srv->nheld && client_held(srv, call->client_id)) {
+            prev = call; /* waits, in order, until its client's long call ends */
+            continue;
+        }
+        if (prev)
+            prev->next = call->next;
+        else
+            srv->qhead = call->next;
+        if (srv->qtail == call)
+            srv->qtail = prev;
         call->next = NULL;
         tkd_client *c = call->rep->client;
         if (c && c->queued)

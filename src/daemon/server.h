@@ -286,6 +286,13 @@ pid_t tkd_call_pid(const tkd_call *call);
 
 /* Keep the call past `exec` ("answered later").  Only from within `exec`. */
 void tkd_call_defer(tkd_call *call);
+/*
+ * After deferring: the client's later calls wait (stay queued, in order)
+ * until this one completes, as if it had run at once.  For a long request
+ * done in slices over several frames (a big spawn); other clients' calls
+ * go on.
+ */
+void tkd_call_hold_client(tkd_call *call);
 /* Complete with a result (stolen; NULL means {}). */
 void tkd_call_reply(tkd_call *call, json_t *result);
 /* Complete with an error: `code` (rpc.h), `data` stolen (may be NULL),

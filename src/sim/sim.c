@@ -47,6 +47,7 @@ struct tks_sim {
     size_t n_chunks;
     tks_id next_id;            /* next id to give (ids start at 1) */
     uint64_t live;
+    uint64_t reserved;         /* ids reserved for spawns in slices, not yet live */
     uint64_t max_entities;
     uint64_t *level_counts;    /* by level slot */
     size_t n_level_counts;
@@ -949,9 +950,10 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
     *total += r->count;
     if (shape_only)
         return 0;
-    if (s->live + *total > s->max_entities)
+    if (s->live + s->reserved + *total > s->max_entities)
         return errf(err, TK_ELIMIT, "%s%scount: would exceed world.max_entities (%llu live, max %llu)",
-                    p, dot, (unsigned long long)s->live, (unsigned long long)s->max_entities);
+                    p, dot, (unsigned long long)(s->live + s->reserved),
+                    (unsigned long long)s->max_entities);
     return 0;
 }
 
@@ -1107,7 +1109,48 @@ static void life_expired(void *ud, tk_timer_handle h, tk_world_t *w)
         tks_destroy(s, &id, 1, &n, err);
 }
 
+int tks_spawn_check(tks_sim *s, const tks_spawn_req *r, char err[TKS_ERR_MAX])
+{
+    uint64_t total = 0;
+    return check_spawn(s, r, "", 0, &total, &live_mode, err);
+}
+
+tks_id tks_reserve_ids(tks_sim *s, uint64_t n)
+{
+    tks_id first = s->next_id;
+    s->next_id += n;
+    s->reserved += n;
+    return first;
+}
+
+void tks_release_ids(tks_sim *s, uint64_t n) { s->reserved -= n <= s->reserved ? n : s->reserved; }
+
+static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first,
+                    char err[TKS_ERR_MAX]);
+
 int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ERR_MAX])
+{
+    return spawn_at(s, r, 0, first, err);
+}
+
+int tks_spawn_ids(tks_sim *s, const tks_spawn_req *r, tks_id first, char err[TKS_ERR_MAX])
+{
+    if (first == 0 || first + r->count > s->next_id || r->count > s->reserved)
+        return errf(err, TK_EINVAL, "ids %llu..%llu were not reserved",
+                    (unsigned long long)first, (unsigned long long)(first + r->count - 1));
+    /* The slice's own ids are reserved: they count once, as live. */
+    s->reserved -= r->count;
+    tks_id f;
+    int rc = spawn_at(s, r, first, &f, err);
+    if (rc)
+        s->reserved += r->count;
+    return rc;
+}
+
+/* Spawn r->count entities with ids from `at` (reserved), or from next_id
+ * when `at` is 0. */
+static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first,
+                    char err[TKS_ERR_MAX])
 {
     uint64_t total = 0;
     int rc = check_spawn(s, r, "", 0, &total, &live_mode, err);
@@ -1132,9 +1175,9 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
         }
     }
     float dil = (float)r->dilation;
-    *first = s->next_id;
+    *first = at ? at : s->next_id;
     for (uint64_t k = 0; k < r->count; k++) {
-        tks_id id = s->next_id++;
+        tks_id id = at ? at + k : s->next_id++;
         tks_entity *e = tk_calloc(1, sizeof *e + c->p->state_size);
         e->obj.cls = c;
         e->obj.owner = e;

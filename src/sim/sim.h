@@ -170,6 +170,21 @@ const tkp_api *tks_api(void);
  */
 int tks_spawn(tks_sim *s, const tks_spawn_req *req, tks_id *first, char err[TKS_ERR_MAX]);
 
+/*
+ * Spawns in slices (the daemon spreads a big spawn over frame boundaries,
+ * as Unreal's level streaming adds actors under a time limit):
+ * tks_spawn_check validates the whole request (limit included) without
+ * creating anything; tks_reserve_ids takes `n` consecutive ids and counts
+ * them against max_entities until spawned or released; tks_spawn_ids
+ * spawns req->count entities with the reserved ids first.. (validated
+ * again: a prerequisite or level may have gone meanwhile); tks_release_ids
+ * gives back reservations that will not be spawned.
+ */
+int tks_spawn_check(tks_sim *s, const tks_spawn_req *req, char err[TKS_ERR_MAX]);
+tks_id tks_reserve_ids(tks_sim *s, uint64_t n);
+int tks_spawn_ids(tks_sim *s, const tks_spawn_req *req, tks_id first, char err[TKS_ERR_MAX]);
+void tks_release_ids(tks_sim *s, uint64_t n);
+
 /* Destroy entities.  All-or-nothing: any unknown id is TK_ENOENT naming it
  * (duplicates in the list count once).  *destroyed = number destroyed. */
 int tks_destroy(tks_sim *s, const tks_id *ids, size_t n, size_t *destroyed,
