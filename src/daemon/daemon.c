@@ -185,11 +185,11 @@ static void drain_between_frames(tkd *d, uint64_t deadline)
     uint64_t t0 = tk_clock_now_ns(), now = t0;
     uint64_t until = deadline - DRAIN_MARGIN_NS;
     while (now < until) {
-        /* Spawns in slices first: they came before what is still queued. */
-        bool jobs = d->spawn_jobs && tkd_spawn_jobs_run(d, until);
+        /* Requests in slices first: they came before what is still queued. */
+        bool jobs = d->jobs && tkd_jobs_run(d, until);
         size_t ran = tkd_server_drain_until(d->srv, exec_call, d, until);
         now = tk_clock_now_ns();
-        if (!jobs && !ran && !d->spawn_jobs)
+        if (!jobs && !ran && !d->jobs)
             break;
     }
     if (now > t0)
@@ -349,8 +349,8 @@ static void pre_world(void *ud, tk_engine_t *e)
         return;
     }
     uint64_t until = tk_clock_now_ns() + (uint64_t)(d->cfg.request_budget_ms * 1e6);
-    if (d->spawn_jobs)
-        tkd_spawn_jobs_run(d, until);
+    if (d->jobs)
+        tkd_jobs_run(d, until);
     tkd_server_drain_until(d->srv, exec_call, d, until);
 }
 

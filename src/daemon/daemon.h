@@ -25,7 +25,7 @@
 
 typedef struct tkd_trace tkd_trace;
 typedef struct tkd_waiter tkd_waiter;
-typedef struct tkd_spawn_job tkd_spawn_job;
+typedef struct tkd_job tkd_job;
 
 typedef struct tkd {
     tkd_config cfg;
@@ -43,7 +43,7 @@ typedef struct tkd {
     /* answered-later requests */
     tkd_waiter *waiters;        /* world.step / engine.sprint                 */
     tkd_trace *traces;          /* world.trace                                */
-    tkd_spawn_job *spawn_jobs;  /* big entity.spawn calls done in slices      */
+    tkd_job *jobs;              /* big requests done in slices (methods.c)    */
     bool sprinting;
     uint64_t sprint_frames;     /* frames left to sprint (all sprint waiters) */
 
@@ -119,9 +119,9 @@ json_t *tkd_frame_split_json(tkd *d, const tk_frame_info *f);
 /* The engine.stats object (new reference). */
 json_t *tkd_stats_json(tkd *d);
 
-/* Run the spawns in slices (methods.c) until `deadline_ns`; true while
- * some remain. */
-bool tkd_spawn_jobs_run(tkd *d, uint64_t deadline_ns);
+/* Run the requests done in slices (methods.c) until `deadline_ns`; true
+ * while some remain. */
+bool tkd_jobs_run(tkd *d, uint64_t deadline_ns);
 
 /* Frame-boundary hooks of methods.c for answered-later requests. */
 void tkd_methods_post_frame(tkd *d, const tk_frame_info *f);

@@ -513,6 +513,229 @@ static void m_world_trace(req *r)
     defer(r);
 }
 
+static json_t *spawn_result(tks_id first, uint64_t count)
+{
+    json_t *o = json_object();
+    if (count > SPAWN_IDS_MAX) {
+        json_object_set_new(o, "first", jid(first));
+        json_object_set_new(o, "count", jid(count));
+    } else {
+        json_t *ids = json_array();
+        for (uint64_t i = 0; i < count; i++)
+            json_array_append_new(ids, jid(first + i));
+        json_object_set_new(o, "ids", ids);
+    }
+    return o;
+}
+
+/*
+ * Big requests in slices.  A client's spawn that registers more than
+ * SLICE_FUNCS tick functions, a destroy of more than SLICE_FUNCS entities
+ * and the removal of a level holding more are validated whole first, then
+ * carried out STEP entities at a time at frame boundaries, within the
+ * request budget and the idle time between frames (Unreal's level
+ * streaming adds and removes a level's actors over frames under a time
+ * limit the same way).  The call answers when the last slice is done, with
+ * the result a request in one piece gives; the client's later requests wait
+ * for it (its order is kept), other clients go on.
+ *
+ * A spawn reserves its ids first (consecutive, counted against
+ * max_entities).  If one of its slices fails (its level or a prerequisite
+ * was removed meanwhile), the entities spawned so far are destroyed and
+ * the call answers the error: all or nothing, as a spawn in one piece.  A
+ * destroy skips entities that others destroyed meanwhile and answers how
+ * many it destroyed.  Jobs run in the order they were asked; timer actions
+ * are never sliced (they run inside the frame, whole).
+ */
+#define SLICE_FUNCS 8192
+#define STEP 512
+
+typedef enum { JOB_SPAWN, JOB_DESTROY, JOB_LEVEL_REMOVE } job_kind;
+
+struct tkd_job {
+    tkd_job *next;
+    job_kind kind;
+    tkd_call *call;         /* completed once when the job ends          */
+    uint64_t done;          /* entities spawned / destroyed so far        */
+    /* JOB_SPAWN */
+    tks_spawn_req *req;     /* deep copy; count = the whole spawn        */
+    tks_id first;
+    /* JOB_DESTROY */
+    tks_id *ids;
+    size_t n_ids, next_ix;
+    /* JOB_LEVEL_REMOVE */
+    char *level;
+};
+
+static const char *job_method(const tkd_job *j)
+{
+    return j->kind == JOB_SPAWN ? "entity.spawn" : j->kind == JOB_DESTROY ? "entity.destroy"
+                                                                          : "level.remove";
+}
+
+static void job_free(tkd_job *j)
+{
+    if (j->req)
+        tks_spawn_req_free(j->req);
+    tk_free(j->ids);
+    tk_free(j->level);
+    tk_free(j);
+}
+
+static void job_add(req *r, tkd_job *j)
+{
+    j->call = r->call;
+    tkd_job **pp = &r->d->jobs;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = j;
+    defer(r);
+    tkd_call_hold_client(r->call);
+}
+
+/* Undo a spawn: destroy what it spawned (still there), release the rest. */
+static void spawn_undo(tkd *d, tkd_job *j)
+{
+    tks_id *ids = j->done ? tk_malloc(j->done * sizeof *ids) : NULL;
+    size_t n = 0, destroyed = 0;
+    for (uint64_t k = 0; k < j->done; k++)
+        if (tks_entity_get(d->sim, j->first + k))
+            ids[n++] = j->first + k;
+    char err[TKS_ERR_MAX];
+    if (n)
+        tks_destroy(d->sim, ids, n, &destroyed, err);
+    tk_free(ids);
+    tks_release_ids(d->sim, j->req->count - j->done);
+}
+
+static json_t *destroyed_result(uint64_t n)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "destroyed", jid(n));
+    return o;
+}
+
+typedef struct id_batch {
+    tks_id *ids;
+    size_t n;
+} id_batch;
+
+static void collect_id(void *ud, const tks_entity *e)
+{
+    id_batch *b = ud;
+    b->ids[b->n++] = tks_entity_id(e);
+}
+
+/* One step of a job; true when the job is over (its call completed). */
+static bool job_step(tkd *d, tkd_job *j)
+{
+    char err[TKS_ERR_MAX];
+    if (j->kind == JOB_SPAWN) {
+        tks_spawn_req slice = *j->req;
+        slice.count = j->req->count - j->done < STEP ? j->req->count - j->done : STEP;
+        int rc = tks_spawn_ids(d->sim, &slice, j->first + j->done, err);
+        if (rc) {
+            uint64_t done = j->done;
+            spawn_undo(d, j);
+            tk_log_warn("entity.spawn of %llu stopped after %llu: %s; those were destroyed",
+                        (unsigned long long)j->req->count, (unsigned long long)done, err);
+            tkd_call_error(j->call, rc == TK_ELIMIT ? -32003 : rc == TK_ENOENT ? -32001 : -32602,
+                           NULL,
+                           "%s (the spawn stopped after %llu of %llu entities; nothing is "
+                           "left of it)",
+                           err, (unsigned long long)done, (unsigned long long)j->req->count);
+            return true;
+        }
+        j->done += slice.count;
+        if (j->done < j->req->count)
+            return false;
+        tkd_call_reply(j->call, spawn_result(j->first, j->req->count));
+        return true;
+    }
+    tks_id batch[STEP];
+    size_t n = 0;
+    if (j->kind == JOB_DESTROY) {
+        while (n < STEP && j->next_ix < j->n_ids) {
+            tks_id id = j->ids[j->next_ix++];
+            if (tks_entity_get(d->sim, id)) /* others may have destroyed it meanwhile */
+                batch[n++] = id;
+        }
+    } else {
+        tk_level_id l;
+        if (tk_level_find(d->world, j->level, &l) != 0) { /* removed meanwhile */
+            tkd_call_reply(j->call, destroyed_result(j->done));
+            return true;
+        }
+        id_batch b = {batch, 0};
+        tks_entity_list(d->sim, l, NULL, 0, STEP, collect_id, &b);
+        n = b.n;
+        if (n == 0) {
+            int rc = tks_level_remove(d->sim, j->level, err);
+            if (rc)
+                tkd_call_error(j->call, rc == TK_ESTATE ? -32002 : -32001, NULL, "%s", err);
+            else
+                tkd_call_reply(j->call, destroyed_result(j->done));
+            return true;
+        }
+    }
+    size_t destroyed = 0;
+    if (n && tks_destroy(d->sim, batch, n, &destroyed, err) == 0)
+        j->done += destroyed;
+    if (j->kind == JOB_DESTROY && j->next_ix == j->n_ids) {
+        tkd_call_reply(j->call, destroyed_result(j->done));
+        return true;
+    }
+    return false;
+}
+
+static bool jobs_run(tkd *d, uint64_t deadline)
+{
+    while (d->jobs) {
+        tkd_job *j = d->jobs;
+        bool over;
+        do
+            over = job_step(d, j);
+        while (!over && tk_clock_now_ns() < deadline);
+        if (!over)
+            return true;
+        d->jobs = j->next;
+        job_free(j);
+        if (tk_clock_now_ns() >= deadline)
+            break;
+    }
+    return d->jobs != NULL;
+}
+
+bool tkd_jobs_run(tkd *d, uint64_t deadline)
+{
+    const char *what = d->jobs ? job_method(d->jobs) : NULL;
+    uint64_t t0 = tk_clock_now_ns();
+    bool more = jobs_run(d, deadline);
+    uint64_t ns = tk_clock_now_ns() - t0;
+    if (what && ns > d->cur_slowest.ns) { /* for the lag warning */
+        d->cur_slowest.ns = ns;
+        snprintf(d->cur_slowest.what, sizeof d->cur_slowest.what, "request %s (in slices)", what);
+    }
+    return more;
+}
+
+/* A job that will not finish (shutdown): undo a spawn, answer -32004. */
+static void job_cancel(tkd *d, tkd_job *j)
+{
+    uint64_t done = j->done;
+    if (j->kind == JOB_SPAWN) {
+        spawn_undo(d, j);
+        tkd_call_error(j->call, -32004, NULL,
+                       "shutting down before entity.spawn completed (%llu of %llu were "
+                       "spawned and destroyed again)",
+                       (unsigned long long)done, (unsigned long long)j->req->count);
+    } else {
+        tkd_call_error(j->call, -32004, NULL,
+                       "shutting down before %s completed (%llu entities destroyed)",
+                       job_method(j), (unsigned long long)done);
+    }
+}
+
 static void snapshot_method(req *r, bool save)
 {
     KEYS("path");
@@ -541,9 +764,10 @@ static void snapshot_method(req *r, bool save)
 static void m_world_save(req *r) { snapshot_method(r, true); }
 static void m_world_load(req *r)
 {
-    if (r->d->spawn_jobs) {
-        fail(r, -32002, "a spawn is in progress (entity.spawn in slices): world.load waits "
-                        "for no spawn; retry when it has answered");
+    if (r->d->jobs) {
+        fail(r, -32002, "%s is in progress (in slices): world.load cannot replace the world "
+                        "under it; retry when it has answered",
+             job_method(r->d->jobs));
         return;
     }
     snapshot_method(r, false);
@@ -607,6 +831,15 @@ static void m_level_remove(req *r)
     if (!need_str(r, "name", &name))
         return;
     char err[TKS_ERR_MAX];
+    tk_level_id l;
+    if (r->call && !r->d->offline && strcmp(name, "persistent") &&
+        tk_level_find(r->d->world, name, &l) == 0 && tks_level_entities(r->d->sim, l) > SLICE_FUNCS) {
+        tkd_job *j = tk_calloc(1, sizeof *j);
+        j->kind = JOB_LEVEL_REMOVE;
+        j->level = tk_strdup(name);
+        job_add(r, j);
+        return;
+    }
     uint64_t before = tks_entity_count(r->d->sim);
     int rc = tks_level_remove(r->d->sim, name, err);
     if (rc) {
@@ -619,125 +852,6 @@ static void m_level_remove(req *r)
 }
 
 /* ---- entities ---------------------------------------------------------------------------- */
-
-static json_t *spawn_result(tks_id first, uint64_t count)
-{
-    json_t *o = json_object();
-    if (count > SPAWN_IDS_MAX) {
-        json_object_set_new(o, "first", jid(first));
-        json_object_set_new(o, "count", jid(count));
-    } else {
-        json_t *ids = json_array();
-        for (uint64_t i = 0; i < count; i++)
-            json_array_append_new(ids, jid(first + i));
-        json_object_set_new(o, "ids", ids);
-    }
-    return o;
-}
-
-/*
- * Spawns in slices.  A client's spawn that registers more than
- * SPAWN_SLICE_FUNCS tick functions is validated whole, its ids reserved
- * (consecutive, counted against max_entities), and then created
- * SPAWN_STEP entities at a time at frame boundaries, within the request
- * budget and the idle time between frames (Unreal's level streaming adds a
- * level's actors over frames under a time limit the same way).  The call
- * answers {first, count} when the last slice is in; the client's later
- * requests wait for it (its order is kept), other clients go on.  If a
- * slice fails (its level or a prerequisite was removed meanwhile), the
- * entities spawned so far are destroyed and the call answers the error:
- * all or nothing, as a spawn in one piece.
- */
-#define SPAWN_SLICE_FUNCS 8192
-#define SPAWN_STEP 512
-
-struct tkd_spawn_job {
-    tkd_spawn_job *next;
-    tkd_call *call;         /* NULL once the client has gone */
-    tks_spawn_req *req;     /* deep copy; count = the whole spawn */
-    tks_id first;
-    uint64_t done;          /* entities spawned so far */
-};
-
-static void spawn_job_free(tkd_spawn_job *j)
-{
-    tks_spawn_req_free(j->req);
-    tk_free(j);
-}
-
-/* Undo a job: destroy what it spawned (still there), release the rest. */
-static uint64_t spawn_job_undo(tkd *d, tkd_spawn_job *j)
-{
-    tks_id *ids = j->done ? tk_malloc(j->done * sizeof *ids) : NULL;
-    size_t n = 0, destroyed = 0;
-    for (uint64_t k = 0; k < j->done; k++)
-        if (tks_entity_get(d->sim, j->first + k))
-            ids[n++] = j->first + k;
-    char err[TKS_ERR_MAX];
-    if (n)
-        tks_destroy(d->sim, ids, n, &destroyed, err);
-    tk_free(ids);
-    tks_release_ids(d->sim, j->req->count - j->done);
-    return destroyed;
-}
-
-static bool spawn_jobs_run(tkd *d, uint64_t deadline);
-
-static bool spawn_job_step(tkd *d, tkd_spawn_job *j, uint64_t deadline)
-{
-    do {
-        tks_spawn_req slice = *j->req;
-        slice.count = j->req->count - j->done < SPAWN_STEP ? j->req->count - j->done : SPAWN_STEP;
-        char err[TKS_ERR_MAX];
-        int rc = tks_spawn_ids(d->sim, &slice, j->first + j->done, err);
-        if (rc) {
-            uint64_t done = j->done;
-            spawn_job_undo(d, j);
-            tk_log_warn("entity.spawn of %llu stopped after %llu: %s; those were destroyed",
-                        (unsigned long long)j->req->count, (unsigned long long)done, err);
-            if (j->call)
-                tkd_call_error(j->call, rc == TK_ELIMIT ? -32003 : rc == TK_ENOENT ? -32001 : -32602,
-                               NULL, "%s (the spawn stopped after %llu of %llu entities; "
-                               "nothing is left of it)", err, (unsigned long long)done,
-                               (unsigned long long)j->req->count);
-            return true;
-        }
-        j->done += slice.count;
-        if (j->done == j->req->count) {
-            if (j->call)
-                tkd_call_reply(j->call, spawn_result(j->first, j->req->count));
-            return true;
-        }
-    } while (tk_clock_now_ns() < deadline);
-    return false;
-}
-
-bool tkd_spawn_jobs_run(tkd *d, uint64_t deadline)
-{
-    uint64_t t0 = tk_clock_now_ns();
-    bool more = spawn_jobs_run(d, deadline);
-    uint64_t ns = tk_clock_now_ns() - t0;
-    if (ns > d->cur_slowest.ns) { /* for the lag warning */
-        d->cur_slowest.ns = ns;
-        snprintf(d->cur_slowest.what, sizeof d->cur_slowest.what,
-                 "request entity.spawn (in slices)");
-    }
-    return more;
-}
-
-static bool spawn_jobs_run(tkd *d, uint64_t deadline)
-{
-    while (d->spawn_jobs) {
-        tkd_spawn_job *j = d->spawn_jobs;
-        if (!spawn_job_step(d, j, deadline))
-            return true;
-        d->spawn_jobs = j->next;
-        spawn_job_free(j);
-        if (tk_clock_now_ns() >= deadline)
-            break;
-    }
-    return d->spawn_jobs != NULL;
-}
 
 static void m_entity_spawn(req *r)
 {
@@ -753,24 +867,19 @@ static void m_entity_spawn(req *r)
     }
     char err[TKS_ERR_MAX];
     tkd *d = r->d;
-    if (r->call && sr.count * (1 + sr.n_components) > SPAWN_SLICE_FUNCS && !d->offline) {
+    if (r->call && sr.count * (1 + sr.n_components) > SLICE_FUNCS && !d->offline) {
         int rc = tks_spawn_check(d->sim, &sr, err);
         if (rc) {
             tkd_arena_free(&a);
             fail_tk(r, rc, err);
             return;
         }
-        tkd_spawn_job *j = tk_calloc(1, sizeof *j);
+        tkd_job *j = tk_calloc(1, sizeof *j);
+        j->kind = JOB_SPAWN;
         j->req = tks_spawn_req_clone(&sr);
         tkd_arena_free(&a);
-        j->call = r->call;
         j->first = tks_reserve_ids(d->sim, sr.count);
-        tkd_spawn_job **pp = &d->spawn_jobs;
-        while (*pp)
-            pp = &(*pp)->next;
-        *pp = j;
-        defer(r);
-        tkd_call_hold_client(r->call);
+        job_add(r, j);
         return;
     }
     tks_id first;
@@ -804,6 +913,25 @@ static void m_entity_destroy(req *r)
     }
     char err[TKS_ERR_MAX];
     size_t destroyed;
+    if (r->call && n > SLICE_FUNCS && !r->d->offline) {
+        /* All-or-nothing validation first, then in slices. */
+        for (size_t i = 0; i < n; i++) {
+            if (!tks_entity_get(r->d->sim, ids[i])) {
+                tkd_arena_free(&a);
+                fail(r, -32001, "ids[%zu]: entity %llu does not exist", i,
+                     (unsigned long long)ids[i]);
+                return;
+            }
+        }
+        tkd_job *j = tk_calloc(1, sizeof *j);
+        j->kind = JOB_DESTROY;
+        j->ids = tk_malloc(n * sizeof *ids);
+        memcpy(j->ids, ids, n * sizeof *ids);
+        j->n_ids = n;
+        tkd_arena_free(&a);
+        job_add(r, j);
+        return;
+    }
     rc = tks_destroy(r->d->sim, ids, n, &destroyed, err);
     tkd_arena_free(&a);
     if (rc) {
@@ -1940,17 +2068,11 @@ void tkd_methods_post_frame(tkd *d, const tk_frame_info *f)
 
 void tkd_methods_shutdown(tkd *d)
 {
-    while (d->spawn_jobs) {
-        tkd_spawn_job *j = d->spawn_jobs;
-        d->spawn_jobs = j->next;
-        uint64_t done = j->done;
-        spawn_job_undo(d, j);
-        if (j->call)
-            tkd_call_error(j->call, -32004, NULL,
-                           "shutting down before entity.spawn completed (%llu of %llu were "
-                           "spawned and destroyed again)",
-                           (unsigned long long)done, (unsigned long long)j->req->count);
-        spawn_job_free(j);
+    while (d->jobs) {
+        tkd_job *j = d->jobs;
+        d->jobs = j->next;
+        job_cancel(d, j);
+        job_free(j);
     }
     free(d->info_text);
     d->info_text = NULL;

@@ -9,6 +9,7 @@
 #include <check.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -141,6 +142,46 @@ START_TEST(slices_shutdown_undoes)
 }
 END_TEST
 
+
+/* Destroys of many ids and removals of big levels run in slices too. */
+START_TEST(slices_destroy_and_level_remove)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    enum { N = 60000 };
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":%d}", N);
+    /* one unknown id among many: nothing is destroyed */
+    char *ids = malloc((size_t)N * 8 + 64);
+    size_t k = 0;
+    k += (size_t)sprintf(ids + k, "{\"ids\":[");
+    for (int i = 1; i <= N; i++)
+        k += (size_t)sprintf(ids + k, "%s%d", i > 1 ? "," : "", i == N ? 999999 : i);
+    sprintf(ids + k, "]}");
+    tkit_err(c, TKIT_NOT_FOUND, "999999", "entity.destroy", "%s", ids);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), N);
+    /* all of them, in slices */
+    k = 0;
+    k += (size_t)sprintf(ids + k, "{\"ids\":[");
+    for (int i = 1; i <= N; i++)
+        k += (size_t)sprintf(ids + k, "%s%d", i > 1 ? "," : "", i);
+    sprintf(ids + k, "]}");
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "entity.destroy", "%s", ids), "destroyed"), N);
+    free(ids);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 0);
+    /* a big level */
+    tkit_ok(c, "level.add", "{\"name\":\"big\"}");
+    tkit_ok(c, "entity.spawn", "{\"class\":\"mover\",\"count\":50000,\"level\":\"big\"}");
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":10}");
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "level.remove", "{\"name\":\"big\"}"), "destroyed"),
+                     50000);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 10);
+    json_t *levels = tkit_get(tkit_ok(c, "level.list", NULL), "levels");
+    ck_assert_uint_eq(json_array_size(levels), 1);
+    tkit_err(c, TKIT_NOT_FOUND, NULL, "level.remove", "{\"name\":\"big\"}");
+    tkit_finish(d);
+}
+END_TEST
+
 static Suite *slices_suite(void)
 {
     Suite *s = suite_create("slices");
@@ -152,6 +193,7 @@ static Suite *slices_suite(void)
     tcase_add_test(tc, slices_reserve_the_limit);
     tcase_add_test(tc, slices_refuse_load_meanwhile);
     tcase_add_test(tc, slices_shutdown_undoes);
+    tcase_add_test(tc, slices_destroy_and_level_remove);
     suite_add_tcase(s, tc);
     return s;
 }
