@@ -193,6 +193,8 @@ enum {
     F_RPC_UNBOUNDED,
     F_MSPT_P99,
     F_MSPT_MOVERS,
+    F_SPAWN_GAP,
+    F_HOSTILE_GAP,
     F_COUNT
 };
 
@@ -216,6 +218,8 @@ static const struct {
     [F_RPC_UNBOUNDED] = {"rpc_requests_per_s_unbounded", "%.0f", "requests/s"},
     [F_MSPT_P99] = {"mspt_p99_1m_entities", "%.3f", "ms"},
     [F_MSPT_MOVERS] = {"mspt_p50_1m_movers", "%.3f", "ms"},
+    [F_SPAWN_GAP] = {"spawn_1m_max_frame_gap_ms", "%.1f", "ms"},
+    [F_HOSTILE_GAP] = {"max_frame_gap_ms_hostile", "%.1f", "ms"},
 };
 
 static double fig_val[F_COUNT]; /* measured values                    */
@@ -1219,6 +1223,7 @@ typedef struct spawn_result {
     double mspt_p50;  /* ms: median work per frame                    */
     double mspt_p99;  /* ms: p99 work per frame                       */
     double stats_p50; /* ms: engine.stats mspt p50 at the end         */
+    double gap_ms;    /* ms: largest frame gap while spawning        */
 } spawn_result;
 
 /*
@@ -1254,6 +1259,12 @@ static bool spawn_run(bench *b, const char *cls, spawn_result *out)
         }
     }
     out->seconds = (double)(now_ns() - t0) / 1e9;
+    st = conn_call(&c, "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+    if (!st)
+        goto fail;
+    out->gap_ms = jnum(st, "gap_max_ms_10s", NULL); /* the spawns took < 10 s */
+    json_decref(st);
+    st = NULL;
     uint64_t deadline =
         now_ns() + (uint64_t)((MSPT_SKIP + MSPT_FRAMES) * PERIOD_S * 1e9) * 4 + MS(10000);
     if (!collect_frames(&c, ev, MSPT_FRAMES, MSPT_SKIP, deadline))
@@ -1293,8 +1304,9 @@ fail:
 
 static void note_run(const char *what, const spawn_result *r)
 {
-    note("%s: spawn %.3f s, RSS +%.1f MiB, mspt p50 %.3f ms p99 %.3f ms (engine.stats p50 %.3f ms)",
-         what, r->seconds, r->rss_mib, r->mspt_p50, r->mspt_p99, r->stats_p50);
+    note("%s: spawn %.3f s (max frame gap %.1f ms), RSS +%.1f MiB, mspt p50 %.3f ms p99 %.3f ms "
+         "(engine.stats p50 %.3f ms)",
+         what, r->seconds, r->gap_ms, r->rss_mib, r->mspt_p50, r->mspt_p99, r->stats_p50);
 }
 
 /* spawn_1m_seconds, rss_mib_1m_entities, mspt_p50_1m_entities (and p99):
@@ -1313,8 +1325,9 @@ static void counters(bench *b)
         snprintf(what, sizeof what, "run %d", i + 1);
         note_run(what, &r[i]);
     }
-    double s[RUNS], m[RUNS], p50[RUNS], p99[RUNS];
+    double s[RUNS], m[RUNS], p50[RUNS], p99[RUNS], gap[RUNS];
     for (int i = 0; i < RUNS; i++) {
+        gap[i] = r[i].gap_ms;
         s[i] = r[i].seconds;
         m[i] = r[i].rss_mib;
         p50[i] = r[i].mspt_p50;
@@ -1324,6 +1337,7 @@ static void counters(bench *b)
     figure(F_RSS, median(m, RUNS));
     figure(F_MSPT, median(p50, RUNS));
     figure(F_MSPT_P99, median(p99, RUNS));
+    figure(F_SPAWN_GAP, median(gap, RUNS));
 }
 
 /* mspt_p50_1m_movers: one daemon with 1M movers (a class with real work). */
@@ -1335,6 +1349,308 @@ static void movers(bench *b)
         return;
     note_run("movers", &r);
     figure(F_MSPT_MOVERS, r.mspt_p50);
+}
+
+/* ---- hostile clients (make hostile; max_frame_gap_ms_hostile) ---------------------------- */
+
+/*
+ * A scripted mix of the attacks of the issue "hostile clients and big
+ * worlds" against one 60 Hz daemon, each bounded in time.  The largest
+ * frame gap (engine.stats gap_max_ms_10s, read after each attack: the
+ * daemon measures it from its own frame starts) is the figure; `make
+ * hostile` runs the same mix as a test: every attack must leave the daemon
+ * alive and answering, and no gap may reach the systemd watchdog's 10 s.
+ */
+#define HOSTILE_FLOOD_MS    2000  /* pipelining clients that never read      */
+#define HOSTILE_FLOODERS    4
+#define HOSTILE_IDLE        200   /* connections that never send             */
+#define HOSTILE_BATCH       10000 /* engine.info members of one batch        */
+#define HOSTILE_TIMERS      200000
+#define HOSTILE_SPAWN       2000000
+#define HOSTILE_CHAIN       25000 /* reverse prerequisite chain              */
+#define HOSTILE_WATCHDOG_MS 10000
+
+static int hostile_failed, hostile_passed;
+static double hostile_gap_max;
+
+/* A client that reads the daemon's `frame` events and keeps the largest
+ * gap_ms (the daemon's own frame start minus the previous one) since the
+ * last hostile_check. */
+typedef struct observer {
+    const char *sock;
+    pthread_mutex_t mu;
+    double gap_max;     /* ms, since the last take                      */
+    uint64_t events;
+    volatile bool stop;
+} observer;
+
+static void *observe_main(void *arg)
+{
+    observer *o = arg;
+    conn c;
+    conn_init(&c);
+    if (!conn_open(&c, o->sock))
+        return NULL;
+    static const char sub[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\","
+                              "\"params\":{\"topics\":[\"frame\"]}}\n";
+    if (!conn_write_all(&c, sub, sizeof sub - 1, now_ns() + MS(CALL_TIMEOUT_MS)))
+        return NULL;
+    while (!o->stop) {
+        size_t len;
+        char *l = conn_line(&c, &len, now_ns() + MS(200));
+        if (!l) {
+            if (c.eof)
+                break;
+            continue;
+        }
+        json_t *m = json_loadb(l, len, 0, NULL);
+        json_t *gp = json_object_get(json_object_get(m, "params"), "gap_ms");
+        if (json_is_number(gp)) {
+            pthread_mutex_lock(&o->mu);
+            if (json_number_value(gp) > o->gap_max)
+                o->gap_max = json_number_value(gp);
+            o->events++;
+            pthread_mutex_unlock(&o->mu);
+        }
+        json_decref(m);
+    }
+    conn_close(&c);
+    return NULL;
+}
+
+static double observer_take(observer *o)
+{
+    pthread_mutex_lock(&o->mu);
+    double g = o->gap_max;
+    o->gap_max = 0;
+    pthread_mutex_unlock(&o->mu);
+    return g;
+}
+
+static observer *hostile_obs;
+
+typedef struct flooder {
+    const char *sock;
+    uint64_t until;
+} flooder;
+
+static void *flood_main(void *arg)
+{
+    const flooder *f = arg;
+    conn c;
+    conn_init(&c);
+    if (!conn_open(&c, f->sock))
+        return NULL;
+    static const char line[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"engine.info\"}\n";
+    char buf[64 * 1024];
+    size_t n = 0;
+    while (n + sizeof line - 1 <= sizeof buf) {
+        memcpy(buf + n, line, sizeof line - 1);
+        n += sizeof line - 1;
+    }
+    while (now_ns() < f->until) {
+        ssize_t w = send(c.fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            break; /* disconnected for its unsent output: expected */
+        if (w < 0)
+            sleep_ns(MS(1));
+    }
+    conn_close(&c);
+    return NULL;
+}
+
+/* Send `text` (whole lines) and read `answers` lines back. */
+static bool send_read(conn *c, const char *text, size_t len, size_t answers, uint64_t deadline)
+{
+    if (!conn_write_all(c, text, len, deadline))
+        return false;
+    for (size_t i = 0; i < answers; i++) {
+        size_t l;
+        if (!conn_line(c, &l, deadline))
+            return false;
+    }
+    return true;
+}
+
+/* n pipelined requests `method` with params made by fmt % (base + i,
+ * base + i + 1), answers read. */
+static bool pipeline(conn *c, const char *method, const char *fmt, size_t n, uint64_t base,
+                     uint64_t deadline)
+{
+    enum { WINDOW = 500 };
+    char *buf = tk_malloc(WINDOW * 256);
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i += WINDOW) {
+        size_t len = 0, k = 0;
+        for (; k < WINDOW && i + k < n; k++) {
+            char params[160];
+            snprintf(params, sizeof params, fmt, (unsigned long long)(base + i + k),
+                     (unsigned long long)(base + i + k + 1));
+            len += (size_t)snprintf(buf + len, 256, "{\"jsonrpc\":\"2.0\",\"id\":%zu,"
+                                                   "\"method\":\"%s\",\"params\":%s}\n",
+                                    i + k, method, params);
+        }
+        ok = send_read(c, buf, len, k, deadline);
+    }
+    tk_free(buf);
+    return ok;
+}
+
+/* After an attack: the daemon answers, and its largest frame gap of the
+ * last 10 s. */
+static void hostile_check(proc *p, const char *attack, bool attack_ok)
+{
+    conn c;
+    conn_init(&c);
+    json_t *st = NULL;
+    if (!proc_exited(p) && conn_open(&c, p->sock))
+        st = conn_call(&c, "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+    sleep_ns(MS(100)); /* the frames after it */
+    double gap = st ? observer_take(hostile_obs) : NAN;
+    bool ok = attack_ok && st && gap < HOSTILE_WATCHDOG_MS;
+    note("hostile: %-52s %s  max frame gap %8.1f ms  RSS %ld MiB", attack, ok ? "ok  " : "FAIL",
+         gap, st ? (long)(jnum(st, "rss_bytes", NULL) / 1048576) : -1L);
+    if (ok)
+        hostile_passed++;
+    else
+        hostile_failed++;
+    if (gap > hostile_gap_max)
+        hostile_gap_max = gap;
+    json_decref(st);
+    conn_close(&c);
+    sleep_ns(MS(300)); /* frames between attacks */
+    observer_take(hostile_obs);
+}
+
+static bool hostile(bench *b)
+{
+    proc p;
+    conn c;
+    static const char *const extra[] = {"--set", "control.max_line=4194304", NULL};
+    if (!daemon_up(b, &p, &c, extra))
+        return false;
+    uint64_t dl = now_ns() + MS(60000);
+    observer obs = {.sock = p.sock, .mu = PTHREAD_MUTEX_INITIALIZER};
+    hostile_obs = &obs;
+    pthread_t obs_th;
+    pthread_create(&obs_th, NULL, observe_main, &obs);
+    sleep_ns(MS(300));
+    observer_take(&obs);
+
+    /* Clients pipelining without reading: cut off at max_output, never a stall. */
+    flooder f = {p.sock, now_ns() + MS(HOSTILE_FLOOD_MS)};
+    pthread_t th[HOSTILE_FLOODERS];
+    for (int i = 0; i < HOSTILE_FLOODERS; i++)
+        pthread_create(&th[i], NULL, flood_main, &f);
+    for (int i = 0; i < HOSTILE_FLOODERS; i++)
+        pthread_join(th[i], NULL);
+    hostile_check(&p, "4 clients pipelining, never reading", true);
+
+    /* Connections that never send, and half-sent lines. */
+    conn *idle = tk_calloc(HOSTILE_IDLE, sizeof *idle);
+    for (int i = 0; i < HOSTILE_IDLE; i++) {
+        conn_init(&idle[i]);
+        if (conn_open(&idle[i], p.sock) && i % 4 == 0)
+            conn_write_all(&idle[i], "{\"jsonrpc\":\"2.0\",\"method\":", 26, dl);
+    }
+    conn extra_c;
+    conn_init(&extra_c);
+    json_t *r = conn_open(&extra_c, p.sock)
+                    ? conn_call(&extra_c, "engine.info", NULL, now_ns() + MS(CALL_TIMEOUT_MS))
+                    : NULL;
+    hostile_check(&p, "200 idle connections, 50 partial lines", r != NULL);
+    json_decref(r);
+    conn_close(&extra_c);
+    for (int i = 0; i < HOSTILE_IDLE; i++)
+        conn_close(&idle[i]);
+    tk_free(idle);
+
+    /* One batch of 10,000 engine.info. */
+    size_t cap = (size_t)HOSTILE_BATCH * 64 + 16, len = 0;
+    char *batch = tk_malloc(cap);
+    batch[len++] = '[';
+    for (int i = 0; i < HOSTILE_BATCH; i++)
+        len += (size_t)snprintf(batch + len, cap - len,
+                                "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"engine.info\"}",
+                                i ? "," : "", i);
+    len += (size_t)snprintf(batch + len, cap - len, "]\n");
+    bool ok = send_read(&c, batch, len, 1, dl);
+    tk_free(batch);
+    hostile_check(&p, "a batch of 10,000 engine.info", ok);
+
+    /* 200k timers, then listings of everything at once. */
+    ok = pipeline(&c, "timer.set", "{\"rate\":%llu.5,\"loop\":true}", HOSTILE_TIMERS, 0, dl);
+    r = ok ? conn_call(&c, "timer.list", "{\"limit\":1000000}", now_ns() + MS(CALL_TIMEOUT_MS))
+           : NULL;
+    hostile_check(&p, "timer.list of 200k timers, limit 1M", r != NULL);
+    json_decref(r);
+
+    /* 2M entities in one request, then their level removed. */
+    json_decref(conn_call(&c, "level.add", "{\"name\":\"hostile\"}", now_ns() + MS(CALL_TIMEOUT_MS)));
+    char params[128];
+    snprintf(params, sizeof params, "{\"class\":\"counter\",\"count\":%d,\"level\":\"hostile\"}",
+             HOSTILE_SPAWN);
+    r = conn_call(&c, "entity.spawn", params, now_ns() + MS(60000));
+    hostile_check(&p, "entity.spawn count=2,000,000", r != NULL);
+    json_decref(r);
+    r = conn_call(&c, "tick.dump", "{\"limit\":1000000}", now_ns() + MS(CALL_TIMEOUT_MS));
+    hostile_check(&p, "tick.dump of 2M tick functions, limit 1M", r != NULL);
+    json_decref(r);
+    r = conn_call(&c, "level.remove", "{\"name\":\"hostile\"}", now_ns() + MS(60000));
+    hostile_check(&p, "level.remove of 2M entities", r != NULL);
+    json_decref(r);
+
+    /* A reverse prerequisite chain closed into a cycle. */
+    snprintf(params, sizeof params, "{\"class\":\"counter\",\"count\":%d}", HOSTILE_CHAIN);
+    json_t *sp = conn_call(&c, "entity.spawn", params, now_ns() + MS(CALL_TIMEOUT_MS));
+    double first = sp ? jnum(sp, "first", NULL) : NAN;
+    json_decref(sp);
+    ok = sp && pipeline(&c, "tick.add_prerequisite", "{\"id\":%llu,\"prerequisite\":%llu}",
+                        HOSTILE_CHAIN - 1, (uint64_t)first, dl);
+    if (ok) { /* and closed into a cycle */
+        snprintf(params, sizeof params, "{\"id\":%.0f,\"prerequisite\":%.0f}",
+                 first + HOSTILE_CHAIN - 1, first);
+        json_t *cy = conn_call(&c, "tick.add_prerequisite", params, now_ns() + MS(CALL_TIMEOUT_MS));
+        ok = cy != NULL;
+        json_decref(cy);
+    }
+    hostile_check(&p, "a reverse prerequisite chain of 25,000, a cycle", ok);
+
+    /* A tiny life span. */
+    r = conn_call(&c, "entity.spawn", "{\"class\":\"counter\",\"count\":100,\"life_span\":1e-10}",
+                  now_ns() + MS(CALL_TIMEOUT_MS));
+    hostile_check(&p, "life_span 1e-10", r != NULL);
+    json_decref(r);
+
+    /* A failing timer action every frame, 30 subscribers that never read. */
+    conn subs[30];
+    for (int i = 0; i < 30; i++) {
+        conn_init(&subs[i]);
+        if (conn_open(&subs[i], p.sock))
+            conn_write_all(&subs[i],
+                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\","
+                           "\"params\":{\"topics\":[\"log\",\"frame\"]}}\n",
+                           87, dl);
+    }
+    r = conn_call(&c, "timer.set",
+                  "{\"rate\":0.001,\"loop\":true,\"action\":{\"method\":\"entity.destroy\","
+                  "\"params\":{\"ids\":[987654321]}}}",
+                  now_ns() + MS(CALL_TIMEOUT_MS));
+    sleep_ns(MS(2000));
+    hostile_check(&p, "failing timer actions, 30 non-reading subscribers", r != NULL);
+    json_decref(r);
+    for (int i = 0; i < 30; i++)
+        conn_close(&subs[i]);
+
+    bool alive = !proc_exited(&p);
+    obs.stop = true;
+    pthread_join(obs_th, NULL);
+    note("hostile: the observer saw %llu frames", (unsigned long long)obs.events);
+    if (alive)
+        daemon_down(&p, &c);
+    else
+        daemon_fail(&p, &c);
+    return alive;
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -1371,9 +1687,10 @@ static bool setup(bench *b)
     return true;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     bench b;
+    bool hostile_only = argc > 1 && !strcmp(argv[1], "--hostile");
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -1385,10 +1702,21 @@ int main(void)
         return 1;
     uint64_t t0 = now_ns();
 
+    if (hostile_only) {
+        /* make hostile: the attacks as a test. */
+        if (!hostile(&b))
+            hostile_failed++;
+        cleanup_files();
+        rmdir(b.dir);
+        printf("%d passed, %d failed\n", hostile_passed, hostile_failed);
+        return hostile_failed ? 1 : 0;
+    }
     idle_daemon(&b);
     unbounded_daemon(&b);
     counters(&b);
     movers(&b);
+    if (hostile(&b))
+        figure(F_HOSTILE_GAP, hostile_gap_max);
 
     cleanup_files();
     if (rmdir(b.dir) != 0 && errno != ENOENT)

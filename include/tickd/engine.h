@@ -147,6 +147,11 @@ typedef struct tk_engine_stats {
 } tk_engine_stats;
 
 void tk_engine_get_stats(const tk_engine_t *e, tk_engine_stats *out);
+/* The last frame's report (NULL before the first frame); cheap, unlike
+ * tk_engine_get_stats. */
+const tk_frame_info *tk_engine_last_frame(const tk_engine_t *e);
+/* How far the loop is behind its pace (s): tk_engine_stats.behind_s, cheap. */
+double tk_engine_behind_s(const tk_engine_t *e);
 
 /*
  * Frame-time statistics over a window, usable on their own (engine.sprint

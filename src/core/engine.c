@@ -292,6 +292,13 @@ void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced) { e->unpaced = unpaced;
 uint64_t tk_engine_frame_count(const tk_engine_t *e) { return e->world->frame; }
 uint64_t tk_engine_now(const tk_engine_t *e) { return e->clock(e->clock_ud); }
 
+const tk_frame_info *tk_engine_last_frame(const tk_engine_t *e)
+{
+    return e->started && e->last.start_ns ? &e->last : NULL;
+}
+
+double tk_engine_behind_s(const tk_engine_t *e) { return tk_ns_to_s(e->behind_ns); }
+
 void tk_engine_get_stats(const tk_engine_t *e, tk_engine_stats *out)
 {
     memset(out, 0, sizeof *out);

@@ -205,13 +205,32 @@ static void account_io(tkd *d)
         tk_engine_add_work(d->engine, TK_WORK_OTHER, ns);
 }
 
+/*
+ * The time requests may take at a frame's start: [control] request_budget_ms,
+ * or, when frames run back to back (unpaced, or behind: no idle time to run
+ * them in), as much as the last frame's own work if that is more, so that
+ * requests always get at least half of the frame thread.
+ */
+static uint64_t request_budget_ns(tkd *d)
+{
+    uint64_t b = (uint64_t)(d->cfg.request_budget_ms * 1e6);
+    const tk_frame_info *last = tk_engine_last_frame(d->engine);
+    if (last && (last->period_ns == 0 || last->gap_ns > last->period_ns + last->period_ns / 20)) {
+        uint64_t own = last->work_ns > last->requests_ns ? last->work_ns - last->requests_ns : 0;
+        if (own > b)
+            b = own;
+    }
+    return b;
+}
+
 static void wait_hook(void *ud, uint64_t deadline)
 {
     tkd *d = ud;
     tkd_server_flush(d->srv);
     if (deadline == 0 || d->shutdown) {
-        /* Behind (or unpaced): one bounded pass over the sockets. */
-        tkd_server_set_deadline(d->srv, tk_clock_now_ns() + (uint64_t)(d->cfg.request_budget_ms * 1e6));
+        /* Behind (or unpaced): one bounded pass over the sockets; shutting
+         * down: read everything that was sent, it will be answered. */
+        tkd_server_set_deadline(d->srv, d->shutdown ? 0 : tk_clock_now_ns() + request_budget_ns(d));
         event_base_loop(d->base, EVLOOP_NONBLOCK);
         tkd_server_flush(d->srv);
         account_io(d);
@@ -348,7 +367,7 @@ static void pre_world(void *ud, tk_engine_t *e)
         tkd_server_drain(d->srv, exec_call, d);
         return;
     }
-    uint64_t until = tk_clock_now_ns() + (uint64_t)(d->cfg.request_budget_ms * 1e6);
+    uint64_t until = tk_clock_now_ns() + request_budget_ns(d);
     if (d->jobs)
         tkd_jobs_run(d, until);
     tkd_server_drain_until(d->srv, exec_call, d, until);
@@ -358,8 +377,6 @@ static void pre_world(void *ud, tk_engine_t *e)
  * the streak (a request, a timer action, or a tick class and its group). */
 static void lag_account(tkd *d, const tk_frame_info *f)
 {
-    tk_engine_stats st;
-    tk_engine_get_stats(d->engine, &st);
     struct tkd_culprit c = d->cur_slowest;
     if (!c.ns || c.ns * 2 < f->work_ns) {
         /* Nothing single stood out: name the phase that took the most. */
@@ -387,7 +404,8 @@ static void lag_account(tkd *d, const tk_frame_info *f)
     }
     d->cur_slowest.ns = 0;
     d->cur_slowest.what[0] = '\0';
-    if (st.behind_s <= 0) {
+    double behind_s = tk_engine_behind_s(d->engine);
+    if (behind_s <= 0) {
         d->lag_worst.ns = 0;
         d->lag_worst_work_ns = 0;
         d->lag_prev = c;
@@ -405,11 +423,13 @@ static void lag_account(tkd *d, const tk_frame_info *f)
     }
     d->lag_prev = c;
     d->lag_prev_work_ns = f->work_ns;
-    if (st.behind_s * 1e3 < d->cfg.lag_warn_ms || d->sprinting)
+    if (behind_s * 1e3 < d->cfg.lag_warn_ms || d->sprinting)
         return;
     unsigned long suppressed = 0;
     if (!tkd_ratelimit_allow(&d->behind_rl, (double)f->start_ns / 1e9, &suppressed))
         return;
+    tk_engine_stats st;
+    tk_engine_get_stats(d->engine, &st);
     tk_log_warn("can't keep up: running %.0f ms / %.0f frames behind, slowest: %s %.1f ms "
                 "(frame %.1f ms, target %.2f ms; mspt p50 %.2f ms)%s",
                 st.behind_s * 1e3,

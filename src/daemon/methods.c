@@ -151,7 +151,9 @@ static size_t out_budget(req *r)
 
 /* When a listing of rich items (timers, tickables, tick functions) stops
  * computing: [control] request_budget_ms after it started, so that a big
- * page costs the frame loop no more than the requests of one frame. */
+ * page costs the frame loop no more than the requests of one frame.  The
+ * first LIST_TIMED items always come: a small page is never cut. */
+#define LIST_TIMED 256
 static uint64_t list_deadline(req *r)
 {
     double ms = r->d->cfg.request_budget_ms > 0 ? r->d->cfg.request_budget_ms : 4;
@@ -560,7 +562,7 @@ struct tkd_job {
     /* JOB_SPAWN */
     tks_spawn_req *req;     /* deep copy; count = the whole spawn        */
     tks_id first;
-    /* JOB_DESTROY */
+    /* JOB_DESTROY: ids[next_ix..]; JOB_LEVEL_REMOVE: next_ix = next id to look at */
     tks_id *ids;
     size_t n_ids, next_ix;
     /* JOB_LEVEL_REMOVE */
@@ -615,17 +617,6 @@ static json_t *destroyed_result(uint64_t n)
     return o;
 }
 
-typedef struct id_batch {
-    tks_id *ids;
-    size_t n;
-} id_batch;
-
-static void collect_id(void *ud, const tks_entity *e)
-{
-    id_batch *b = ud;
-    b->ids[b->n++] = tks_entity_id(e);
-}
-
 /* One step of a job; true when the job is over (its call completed). */
 static bool job_step(tkd *d, tkd_job *j)
 {
@@ -666,9 +657,21 @@ static bool job_step(tkd *d, tkd_job *j)
             tkd_call_reply(j->call, destroyed_result(j->done));
             return true;
         }
-        id_batch b = {batch, 0};
-        tks_entity_list(d->sim, l, NULL, 0, STEP, collect_id, &b);
-        n = b.n;
+        /* A cursor over the ids, so the whole removal is linear. */
+        tks_id end = tks_next_id(d->sim);
+        if (!j->next_ix)
+            j->next_ix = 1;
+        for (size_t seen = 0; n < STEP && seen < 64 * STEP && j->next_ix < end; seen++) {
+            const tks_entity *e = tks_entity_get(d->sim, j->next_ix++);
+            if (e && tks_entity_level(e) == l)
+                batch[n++] = tks_entity_id(e);
+        }
+        if (n == 0 && j->next_ix < end)
+            return false; /* a long stretch of other levels' ids: go on next step */
+        if (n == 0 && tks_level_entities(d->sim, l)) {
+            j->next_ix = 1; /* spawned into it meanwhile, behind the cursor */
+            return false;
+        }
         if (n == 0) {
             int rc = tks_level_remove(d->sim, j->level, err);
             if (rc)
@@ -917,9 +920,9 @@ static void m_entity_destroy(req *r)
         /* All-or-nothing validation first, then in slices. */
         for (size_t i = 0; i < n; i++) {
             if (!tks_entity_get(r->d->sim, ids[i])) {
-                tkd_arena_free(&a);
                 fail(r, -32001, "ids[%zu]: entity %llu does not exist", i,
                      (unsigned long long)ids[i]);
+                tkd_arena_free(&a);
                 return;
             }
         }
@@ -1309,7 +1312,7 @@ static void m_tick_dump(req *r)
     while (json_array_size(ticks) < limit && tk_tick_next(d->world, &cur, &id)) {
         if (k++ < offset)
             continue;
-        if (json_array_size(ticks) > 0 && tk_clock_now_ns() >= until) {
+        if (json_array_size(ticks) >= LIST_TIMED && tk_clock_now_ns() >= until) {
             cut = true;
             break;
         }
@@ -1615,7 +1618,7 @@ static void list_reply(req *r, const char *key,
     while (json_array_size(a) < limit && next(r->d->world, &cur, &x)) {
         if (k++ < offset)
             continue;
-        if (json_array_size(a) > 0 && tk_clock_now_ns() >= until) {
+        if (json_array_size(a) >= LIST_TIMED && tk_clock_now_ns() >= until) {
             cut = true;
             break;
         }

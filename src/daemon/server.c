@@ -93,6 +93,8 @@ struct reply {
     char *raw;             /* a single answer given pre-serialized, or NULL */
     size_t text_len;       /* bytes, '\n' excluded; counted in held       */
     size_t n;              /* members                                     */
+    char **part;           /* batch: members' responses already encoded
+                              (when they completed), or NULL entries      */
     json_t *resp[];        /* member responses; NULL = nothing to send    */
 };
 
@@ -401,8 +403,12 @@ static reply *reply_new(tkd_client *c, size_t n, bool batch)
 
 static void reply_destroy(reply *r)
 {
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n; i++) {
         json_decref(r->resp[i]);
+        if (r->part)
+            json_text_free(r->part[i]);
+    }
+    tk_free(r->part);
     if (r->text)
         json_text_free(r->text);
     if (r->raw)
@@ -425,6 +431,55 @@ static void reply_unlink(reply *r)
     c->nlive--;
     r->client = NULL;
     r->lprev = r->lnext = NULL;
+}
+
+/*
+ * A batch's answer, from its members' texts (encoded as each completed, so
+ * a batch of 10,000 costs its encoding spread over the frames that ran it,
+ * not at once at its end) and the responses not encoded yet: "[a,b,...]",
+ * allocated with jansson's allocator; NULL when nothing is to be sent.
+ */
+static char *batch_text(reply *r, size_t *len)
+{
+    size_t total = 2;
+    for (size_t i = 0; i < r->n; i++) {
+        if (!r->part[i] && r->resp[i]) {
+            size_t l;
+            r->part[i] = encode(r->resp[i], &l);
+        }
+        json_decref(r->resp[i]);
+        r->resp[i] = NULL;
+        if (r->part[i])
+            total += strlen(r->part[i]) + 1;
+    }
+    if (total == 2)
+        return NULL;
+    json_malloc_t m;
+    json_free_t f;
+    json_get_alloc_funcs(&m, &f);
+    char *text = m(total + 1);
+    size_t pos = 0;
+    if (text)
+        text[pos++] = '[';
+    for (size_t i = 0; i < r->n; i++) {
+        if (!r->part[i])
+            continue;
+        size_t l = strlen(r->part[i]);
+        if (text) {
+            if (pos > 1)
+                text[pos++] = ',';
+            memcpy(text + pos, r->part[i], l);
+            pos += l;
+        }
+        json_text_free(r->part[i]);
+        r->part[i] = NULL;
+    }
+    if (!text)
+        return NULL;
+    text[pos++] = ']';
+    text[pos] = '\0';
+    *len = pos;
+    return text;
 }
 
 /* The message to send for a completed reply (moves the responses out):
@@ -499,6 +554,8 @@ static void reply_finish(reply *r)
         text = r->raw;
         r->raw = NULL;
         len = strlen(text);
+    } else if (r->batch && r->part) {
+        text = batch_text(r, &len);
     } else {
         json_t *msg = reply_message(r);
         text = msg ? encode(msg, &len) : NULL;
@@ -584,6 +641,15 @@ static void call_complete(tkd_call *call, json_t *resp)
     call_uncharge(call, call->in_bytes);
     call_release_hold(call);
     reply *r = call->rep;
+    if (r->batch && resp && r->client) {
+        /* Encode the member now: its share of the batch's cost. */
+        if (!r->part)
+            r->part = tk_calloc(r->n, sizeof *r->part);
+        size_t l;
+        r->part[call->index] = encode(resp, &l);
+        json_decref(resp);
+        resp = NULL;
+    }
     r->resp[call->index] = resp;
     if (--r->waiting == 0)
         reply_finish(r);
@@ -660,8 +726,8 @@ void tkd_call_reply(tkd_call *call, json_t *result)
 void tkd_call_reply_text(tkd_call *call, const char *result_json)
 {
     reply *r = call->rep;
-    if (!call->id || r->batch || r->raw) {
-        /* A batch member (or a notification): the general path. */
+    if (!call->id || r->raw || (r->batch && !r->client)) {
+        /* A notification (or a batch nobody will read): the general path. */
         json_t *res = json_loads(result_json, JSON_DECODE_ANY, NULL);
         tkd_call_reply(call, res ? res : json_null());
         return;
@@ -681,7 +747,13 @@ void tkd_call_reply_text(tkd_call *call, const char *result_json)
         tkd_call_reply(call, res ? res : json_null());
         return;
     }
-    r->raw = text;
+    if (r->batch) {
+        if (!r->part)
+            r->part = tk_calloc(r->n, sizeof *r->part);
+        r->part[call->index] = text;
+    } else {
+        r->raw = text;
+    }
     call_complete(call, NULL);
 }
 

@@ -164,13 +164,13 @@ START_TEST(frame_lag_warning_names_class)
             "{\"class\":\"burner\",\"props\":{\"work_us\":40000},"
             "\"tick\":{\"group\":\"post_physics\"}}");
     double deadline = tkit_now() + tkit_scale(10);
-    while (!strstr(tkit_stderr(d), "can't keep up") && tkit_now() < deadline)
+    while (!strstr(tkit_stderr(d), "slowest: class burner in post_physics") &&
+           tkit_now() < deadline)
         tkit_wait_frames(c, 1);
     const char *log = tkit_stderr(d);
-    const char *w = strstr(log, "can't keep up");
-    ck_assert_msg(w, "no lag warning in: %s", log);
-    ck_assert_msg(strstr(w, "slowest: class burner in post_physics"), "warning: %s", w);
-    ck_assert_msg(strstr(w, "frames behind"), "warning: %s", w);
+    const char *w = strstr(log, "slowest: class burner in post_physics");
+    ck_assert_msg(w, "no lag warning naming the class in: %s", log);
+    ck_assert_msg(strstr(log, "frames behind"), "warning: %s", log);
     tkit_finish(d);
 }
 END_TEST
@@ -180,19 +180,19 @@ END_TEST
 START_TEST(frame_lag_warning_names_request)
 {
     static const char *const cfg[] = {"engine.tick_rate=60", "engine.fixed_dt=0",
-                                      "stats.lag_warn_ms=20", NULL};
+                                      "stats.lag_warn_ms=100", NULL};
     tkit_opts o = {.config = cfg};
     tkit_daemon *d = tkit_start(&o);
     tkit_conn *c = tkit_connect(d);
     tkit_ok(c, "timer.set",
             "{\"rate\":0.01,\"action\":{\"method\":\"entity.spawn\","
             "\"params\":{\"class\":\"counter\",\"count\":300000}}}");
+    /* other warnings may come first on a loaded machine: wait for this one */
     double deadline = tkit_now() + tkit_scale(10);
-    while (!strstr(tkit_stderr(d), "can't keep up") && tkit_now() < deadline)
+    while (!strstr(tkit_stderr(d), "slowest: timer action entity.spawn") && tkit_now() < deadline)
         tkit_wait_frames(c, 1);
-    const char *w = strstr(tkit_stderr(d), "can't keep up");
-    ck_assert_msg(w, "no lag warning in: %s", tkit_stderr(d));
-    ck_assert_msg(strstr(w, "slowest: timer action entity.spawn"), "warning: %s", w);
+    const char *w = strstr(tkit_stderr(d), "slowest: timer action entity.spawn");
+    ck_assert_msg(w, "no lag warning naming the action in: %s", tkit_stderr(d));
     tkit_finish(d);
 }
 END_TEST
