@@ -278,7 +278,10 @@ static void pre_world(void *ud, tk_engine_t *e)
     tkd *d = ud;
     if (d->reload)
         do_reload(d);
-    tkd_server_drain(d->srv, exec_call, d);
+    uint64_t t0 = tkd_prof_active(d->prof) ? tk_clock_now_ns() : 0;
+    size_t n = tkd_server_drain(d->srv, exec_call, d);
+    if (t0)
+        tkd_prof_requests(d, n, t0, tk_clock_now_ns() - t0);
 }
 
 static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
