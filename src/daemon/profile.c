@@ -597,6 +597,7 @@ static bool trace_frame(tkd *d, trace *t, const tk_frame_info *f)
     json_object_set_new(fr, "frame", jid(f->frame));
     json_object_set_new(fr, "start", jus(f->start_ns - t->epoch_ns));
     json_object_set_new(fr, "ms", jms(f->work_ns));
+    json_object_set_new(fr, "dur", jus(f->work_ns));
     json_t *ticks = json_array(), *spans = json_array();
     bool full = P->items_overflow;
     t->bytes += TRACE_FRAME_BYTES;
