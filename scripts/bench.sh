@@ -34,7 +34,8 @@ idle_cpu_percent|<= 1|le|1
 rpc_requests_per_s|>= 100000|ge|100000
 spawn_1m_seconds|<= 1|le|1
 rss_mib_1m_entities|<= 160|le|160
-mspt_p50_1m_entities|<= 5|le|5'
+mspt_p50_1m_entities|<= 5|le|5
+profile_overhead_pct|<= 5|le|5'
 
 {
   printf '{'
