@@ -309,8 +309,8 @@ static void on_event(void *ud, const tk_prof_event *ev)
         }
         }
     }
-    if (!P->traces)
-        return;
+    if (!P->traces || P->items_overflow)
+        return; /* a trace past its bound collects nothing more */
     titem it = {.t0 = ev->start_ns, .ns = ev->ns, .n = ev->n, .group = (int8_t)ev->group};
     switch (ev->kind) {
     case TK_PROF_TICK: {
