@@ -434,7 +434,8 @@ static double pct(uint64_t part, uint64_t whole)
 
 static json_t *names_json(name_row *v, size_t n, const char *key, uint64_t frames)
 {
-    qsort(v, n, sizeof *v, name_cmp);
+    if (n > 1)
+        qsort(v, n, sizeof *v, name_cmp);
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_object();

@@ -411,12 +411,14 @@ START_TEST(tickctl_trace_writes_chrome_trace)
         double leaf_end = -1;
         for (size_t a = 0; a < n; a++) {
             const span *x = &v[a];
-            while (top > 0 && (stack[top - 1]->ts + stack[top - 1]->dur < x->ts ||
-                               (stack[top - 1]->ts + stack[top - 1]->dur == x->ts && x->dur > 0)))
+            /* (times are exact to the ns; 1e-6 µs absorbs the doubles) */
+            while (top > 0 && (stack[top - 1]->ts + stack[top - 1]->dur < x->ts - 1e-6 ||
+                               (stack[top - 1]->ts + stack[top - 1]->dur <= x->ts + 1e-6 &&
+                                x->dur > 0)))
                 top--;
             const span *p = top > 0 ? stack[top - 1] : NULL;
             if (p)
-                ck_assert_msg(x->ts + x->dur <= p->ts + p->dur + 1e-9,
+                ck_assert_msg(x->ts + x->dur <= p->ts + p->dur + 1e-6,
                               "track %d: %s [%.3f, +%.3f] overlaps %s [%.3f, +%.3f] without "
                               "nesting",
                               tid, x->cat, x->ts, x->dur, p->cat, p->ts, p->dur);
@@ -435,7 +437,7 @@ START_TEST(tickctl_trace_writes_chrome_trace)
                 ck_assert(top < 8);
                 stack[top++] = x;
             } else {
-                ck_assert_msg(x->ts >= leaf_end - 1e-9, "track %d: %s at %.3f overlaps the last",
+                ck_assert_msg(x->ts >= leaf_end - 1e-6, "track %d: %s at %.3f overlaps the last",
                               tid, x->cat, x->ts);
                 leaf_end = x->ts + x->dur;
             }
