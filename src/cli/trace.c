@@ -7,7 +7,8 @@
  * The file is one JSON object {"traceEvents": [...], "displayTimeUnit": "ms",
  * "otherData": {...}}.  Every span is a complete event (ph "X") with ts and
  * dur in µs on one timeline: ts = the frame's start (µs since the first traced
- * frame's start) + the span's start within its frame.  Tracks (tid) of
+ * frame's start) + the span's start within its frame (negative for requests
+ * run while waiting for the frame), the whole shifted so that none is < 0.  Tracks (tid) of
  * process 1 ("tickd"):
  *   tid 1        "frame": one span per frame (its work), and inside it the
  *                requests, timers (with each timer action nested) and
@@ -119,10 +120,21 @@ static int convert(const json_t *res, tk_ctl_buf_t *b, char **err)
         put_meta(b, &first, "thread_sort_index", GROUP_TID0 + g, "sort_index",
                  json_integer(g + 1));
     }
-    size_t i;
-    const json_t *fr;
+    /* Requests run while waiting for a frame come before its start: shift
+     * the timeline so that the earliest event is at 0 or later. */
+    size_t i, k;
+    const json_t *fr, *sp;
+    long long shift = 0;
     json_array_foreach(frames, i, fr) {
         long long f0 = ns_of(json_object_get(fr, "start"));
+        json_array_foreach(json_object_get(fr, "spans"), k, sp) {
+            long long ts = f0 + ns_of(json_object_get(sp, "start"));
+            if (-ts > shift)
+                shift = -ts;
+        }
+    }
+    json_array_foreach(frames, i, fr) {
+        long long f0 = ns_of(json_object_get(fr, "start")) + shift;
         json_t *fa = json_pack("{s:O}", "frame", json_object_get(fr, "frame"));
         char name[64];
         snprintf(name, sizeof name, "frame %" JSON_INTEGER_FORMAT,
@@ -130,8 +142,6 @@ static int convert(const json_t *res, tk_ctl_buf_t *b, char **err)
         long long fdur = ns_of(json_object_get(fr, "dur"));
         put_x(b, &first, name, "frame", FRAME_TID, f0, fdur, fa);
         json_decref(fa);
-        size_t k;
-        const json_t *sp;
         json_array_foreach(json_object_get(fr, "spans"), k, sp) {
             const char *kind = json_string_value(json_object_get(sp, "kind"));
             if (!kind)

@@ -173,9 +173,13 @@ static bool autosave_tick(void *ud, double dt)
  */
 static void drain_between_frames(tkd *d, uint64_t deadline)
 {
+    uint64_t t0 = tkd_prof_active(d->prof) ? tk_clock_now_ns() : 0;
+    size_t n = 0, k;
     while (tk_clock_now_ns() + DRAIN_MARGIN_NS < deadline &&
-           tkd_server_drain_some(d->srv, exec_call, d, 64) > 0)
-        ;
+           (k = tkd_server_drain_some(d->srv, exec_call, d, 64)) > 0)
+        n += k;
+    if (t0)
+        tkd_prof_requests(d, n, t0, tk_clock_now_ns() - t0);
 }
 
 static void wait_hook(void *ud, uint64_t deadline)

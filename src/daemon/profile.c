@@ -141,7 +141,7 @@ static void grow(void **v, size_t *cap, size_t need, size_t size)
 }
 
 static json_t *jms(uint64_t ns) { return json_real(round((double)ns / 1e3) / 1e3); }
-static json_t *jus(uint64_t ns) { return json_real(round((double)ns) / 1e3); }
+static json_t *jus(int64_t ns) { return json_real((double)ns / 1e3); }
 static json_t *jid(uint64_t v) { return json_integer((json_int_t)v); }
 
 static const char *group_str(int g)
@@ -596,9 +596,9 @@ static bool trace_frame(tkd *d, trace *t, const tk_frame_info *f)
         t->epoch_ns = f->start_ns;
     json_t *fr = json_object();
     json_object_set_new(fr, "frame", jid(f->frame));
-    json_object_set_new(fr, "start", jus(f->start_ns - t->epoch_ns));
+    json_object_set_new(fr, "start", jus((int64_t)(f->start_ns - t->epoch_ns)));
     json_object_set_new(fr, "ms", jms(f->work_ns));
-    json_object_set_new(fr, "dur", jus(f->work_ns));
+    json_object_set_new(fr, "dur", jus((int64_t)f->work_ns));
     json_t *ticks = json_array(), *spans = json_array();
     bool full = P->items_overflow;
     t->bytes += TRACE_FRAME_BYTES;
@@ -611,15 +611,15 @@ static bool trace_frame(tkd *d, trace *t, const tk_frame_info *f)
         const titem *it = &P->items[i];
         json_t *x = json_object();
         /* µs since the frame's start (the engine's, after the pacing wait);
-         * events timed before it (none today) would clamp to 0. */
-        uint64_t rel = it->t0 > f->start_ns ? it->t0 - f->start_ns : 0;
+         * requests run while waiting for the frame start before it (< 0). */
+        int64_t rel = (int64_t)(it->t0 - f->start_ns);
         if (it->kind == TI_TICK) {
             json_object_set_new(x, "entity", it->entity ? jid(it->entity) : json_null());
             json_object_set_new(x, "component", it->comp < 0 ? json_null() : json_integer(it->comp));
             json_object_set_new(x, "group", json_string(group_str(it->group)));
             json_object_set_new(x, "class", json_string(class_str(d, it->cls)));
             json_object_set_new(x, "start", jus(rel));
-            json_object_set_new(x, "dur", jus(it->ns));
+            json_object_set_new(x, "dur", jus((int64_t)it->ns));
             json_object_set_new(x, "kind", json_string("tick"));
             json_array_append_new(ticks, x);
             continue;
@@ -634,7 +634,7 @@ static bool trace_frame(tkd *d, trace *t, const tk_frame_info *f)
         if (it->kind == TI_TICKABLE)
             json_object_set_new(x, "class", json_string(it->name));
         json_object_set_new(x, "start", jus(rel));
-        json_object_set_new(x, "dur", jus(it->ns));
+        json_object_set_new(x, "dur", jus((int64_t)it->ns));
         json_object_set_new(x, "n", jid(it->n));
         json_array_append_new(spans, x);
     }
