@@ -1980,9 +1980,15 @@ static void prof_flush(tk_world_t *w, uint64_t now)
                         .target = T->pr_target, .start_ns = T->pr_t0, .ns = now - T->pr_t0,
                         .pause_frame = w->frame_paused};
     T->pr_n = 0;
-    if (w->prof.each_above_ns && T->pr_cls < T->pr_n_each &&
-        ev.ns > w->prof.each_above_ns * ev.n)
+    if (w->prof.each_above_ns && ev.ns > w->prof.each_above_ns * ev.n) {
+        if (T->pr_cls >= T->pr_n_each) {
+            /* a class registered after the profiler was installed */
+            T->pr_each = tk_realloc(T->pr_each, T->n_classes);
+            memset(T->pr_each + T->pr_n_each, 0, T->n_classes - T->pr_n_each);
+            T->pr_n_each = T->n_classes;
+        }
         T->pr_each[T->pr_cls] = 1;
+    }
     w->prof.fn(w->prof.ud, &ev);
 }
 
