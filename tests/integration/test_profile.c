@@ -261,6 +261,7 @@ START_TEST(trace_starts_durations_spans)
     tkit_ok(c, "engine.set_tick_rate", "{\"hz\":100}");
     long long id = tkit_send_request(c, "world.trace", "{\"frames\":40}");
     tkit_conn *c2 = tkit_connect(d);
+    tkit_ok(c2, "world.status", NULL); /* maybe run with the trace, before it began */
     for (int q = 0; q < 5; q++)
         tkit_ok(c2, "world.status", NULL);
     r = tkit_assert_result(tkit_recv_id(c, id));
