@@ -116,7 +116,7 @@ int tk__ctl_open(tk_ctl_conn_t *c, const char *socket)
 
 int tk__ctl_subcommand(int argc, char *argv[], const char *(*resolve)(const char *))
 {
-    const char *socket = NULL;
+    const char *socket = NULL, *other = NULL;
     int i = 1;
     /* Global options that may come before the command. */
     while (i < argc && argv[i][0] == '-') {
@@ -126,12 +126,24 @@ int tk__ctl_subcommand(int argc, char *argv[], const char *(*resolve)(const char
         } else if (!strncmp(argv[i], "--socket=", 9)) {
             socket = argv[i] + 9;
             i++;
+        } else if ((!strcmp(argv[i], "--timeout") || !strcmp(argv[i], "--id")) && i + 1 < argc) {
+            other = argv[i];
+            i += 2;
+        } else if (!strcmp(argv[i], "--compact") || !strncmp(argv[i], "--timeout=", 10) ||
+                   !strncmp(argv[i], "--id=", 5)) {
+            other = argv[i];
+            i++;
         } else {
             return -1; /* anything else: the ordinary command line */
         }
     }
     if (i >= argc || (strcmp(argv[i], "top") && strcmp(argv[i], "trace")))
         return -1;
+    if (other) {
+        fprintf(stderr, "tickctl: %s does not apply to '%s' (try 'tickctl %s --help')\n", other,
+                argv[i], argv[i]);
+        return TK_CTL_EXIT_USAGE;
+    }
     bool top = !strcmp(argv[i], "top");
     /* The command's own options; --socket is accepted among them too. */
     int n = argc - i;
