@@ -4,8 +4,9 @@
  *
  * A handler reads and checks all of its params first, then changes state:
  * a request that fails validation changes nothing.  "Answered later"
- * methods (world.step, world.trace, engine.sprint) keep their call in a
- * waiter that the post-frame hook completes.
+ * methods (world.step, engine.sprint) keep their call in a waiter that the
+ * post-frame hook completes; engine.profile and world.trace live in
+ * profile.c.
  */
 #include <math.h>
 #include <stdarg.h>
