@@ -63,6 +63,9 @@ typedef struct tk_frame_info {
     uint64_t other_ns;      /* the previous post_frame hook (events, stats),
                                TK_WORK_OTHER added by the wait hook, and
                                the clock reads around them                 */
+    uint64_t carried_ns;    /* the part of work_ns done before start_ns (in
+                               the wait hook, the previous post_frame):
+                               start_ns + work_ns - carried_ns is the end  */
     uint64_t gap_ns;        /* start of this frame - start of the previous
                                (what a client sees; 0 for the first)      */
     uint64_t period_ns;     /* target period (0 = unlimited)               */

@@ -163,6 +163,64 @@ void tk_world_get_frame_stats(const tk_world_t *w, tk_world_frame_stats *out);
  */
 void tk_world_set_stats_clock(tk_world_t *w, uint64_t (*clock)(void *), void *ud);
 
+/* ---- profiling (engine.profile, world.trace) --------------------------- */
+
+/*
+ * A profiler sees where a frame goes, in events reported while the frame
+ * runs.  Times are ns of the world's stats clock (tk_world_set_stats_clock;
+ * monotonic), `start_ns` absolute.  Off (no profiler set), the frame pays one
+ * predictable branch per lane of same-class functions, never per function.
+ * On, it pays two clock reads per run of same-class, same-level functions
+ * (a batch, or the functions of a lane ticked one by one), plus two per
+ * function timed on its own (see tk_profiler).
+ */
+typedef enum tk_prof_kind {
+    TK_PROF_RUN = 0,       /* n functions of one class, group and level, in a row */
+    TK_PROF_TICK = 1,      /* one function timed on its own (inside a RUN too)     */
+    TK_PROF_GROUP = 2,     /* a tick group, start to end (newly_spawned: the drain) */
+    TK_PROF_TIMERS = 3,    /* the timer manager pass (n = timers fired)             */
+    TK_PROF_TICKABLES = 4, /* the tickables pass (n = tickables ticked)             */
+    TK_PROF_TICKABLE = 5   /* one tickable (id, target = its ud)                    */
+} tk_prof_kind;
+
+typedef struct tk_prof_event {
+    tk_prof_kind kind;
+    int group;             /* tk_group it ran in: RUN, TICK, GROUP (pause frames:
+                              the function's own group)                          */
+    uint16_t cls;          /* tk_class_id: RUN, TICK                             */
+    tk_level_id level;     /* RUN, TICK                                          */
+    uint32_t n;            /* RUN: functions; TICK, TICKABLE: 1; TIMERS,
+                              TICKABLES: how many ran; GROUP: functions run      */
+    uint64_t id;           /* TICK: tk_tick_id; RUN: its first function's;
+                              TICKABLE: tk_tickable_id                           */
+    void *target;          /* TICK, RUN: the (first) function's target;
+                              TICKABLE: its ud                                   */
+    uint64_t start_ns;     /* ns, stats clock                                    */
+    uint64_t ns;           /* ns, duration                                       */
+    bool pause_frame;      /* reported from a pause frame                        */
+} tk_prof_event;
+
+typedef struct tk_profiler {
+    void (*fn)(void *ud, const tk_prof_event *ev); /* required; must not
+                              register, unregister or run tick functions         */
+    void *ud;
+    uint32_t sample_every; /* time 1 in N functions on their own (TICK), to
+                              find the slowest ones; 0 = none                    */
+    uint64_t each_above_ns;/* once a run of a class averages more than this per
+                              function, time every function of that class on
+                              its own (for the profiler's lifetime); 0 = never   */
+    bool each;             /* time every function on its own, batches off
+                              (traces: a start and a duration per tick)          */
+} tk_profiler;
+
+/*
+ * Install a profiler (copied) or remove it (NULL).  Between frames or from a
+ * callback; an install takes effect at the next run of functions.  TK_EINVAL
+ * for a profiler without fn.
+ */
+int tk_world_set_profiler(tk_world_t *w, const tk_profiler *p);
+bool tk_world_profiling(const tk_world_t *w);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,6 +56,8 @@ static const method_help_t methods[] = {
     {"engine.set_tick_rate", "hz", "set the max tick rate in Hz (0 = unlimited)"},
     {"engine.sprint", "frames",
      "run frames as fast as possible, then timing (answered later)"},
+    {"engine.profile", "[seconds | frames]",
+     "time per class x group x level, timers, tickables, slowest ticks (answered later)"},
     {"engine.shutdown", "", "stop the daemon gracefully"},
     {"world.status", "", "frame, world/real/unpaused time, paused, dilation, levels"},
     {"world.pause", "", "pause the world (only even_when_paused ticks run)"},
@@ -63,7 +65,7 @@ static const method_help_t methods[] = {
     {"world.step", "frames", "run frames as if unpaused; needs paused (answered later)"},
     {"world.set_time_dilation", "value", "set the world's time dilation [0.0001, 20]"},
     {"world.trace", "frames",
-     "tick functions run in each of the next frames <= 16 (answered later)"},
+     "tick functions (start, dur) and spans of the next frames <= 600 (answered later)"},
     {"world.save", "[path]", "write a snapshot (default path from the config)"},
     {"world.load", "[path]", "load a snapshot (default path from the config)"},
     {"level.list", "", "levels and their entity counts"},
@@ -173,6 +175,8 @@ static void print_help(void)
 {
     printf("Usage: tickctl [OPTIONS] METHOD [JSON-PARAMS | key=value ...]\n"
            "       tickctl [OPTIONS] --watch TOPIC[,TOPIC...]\n"
+           "       tickctl [-s PATH] top [-n N] [--once] [--rows R]\n"
+           "       tickctl [-s PATH] trace [--frames N] [-o FILE]\n"
            "\n"
            "Send one JSON-RPC request to tickd over its control socket and print "
            "the\nresult as JSON on stdout.\n"
@@ -774,6 +778,11 @@ int main(int argc, char *argv[])
         say("cannot restore SIGPIPE: %s", strerror(errno));
         return TK_CTL_EXIT_FAIL;
     }
+
+    /* Commands for people, with options of their own (top.c, trace.c). */
+    int sub = tk__ctl_subcommand(argc, argv, resolve_socket);
+    if (sub >= 0)
+        return sub;
 
     ctl_opts_t o;
     parse_args(argc, argv, &o);

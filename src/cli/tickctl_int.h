@@ -158,4 +158,25 @@ int tk__ctl_conn_read_line(tk_ctl_conn_t *c, const char **line, size_t *len);
 /* Close the socket and free the buffer; safe on a closed or failed conn. */
 void tk__ctl_conn_close(tk_ctl_conn_t *c);
 
+/* ---- top.c, trace.c: commands for people --------------------------------- */
+
+/*
+ * If argv names a command for people ("top", "trace"; after an optional
+ * -s/--socket PATH), run it and return its exit status; else return -1 and
+ * leave argv to the ordinary command line.  `resolve` turns the --socket
+ * option (or NULL) into the socket path.
+ */
+int tk__ctl_subcommand(int argc, char *argv[], const char *(*resolve)(const char *));
+/* The commands; argv[0] is the command's name. */
+int tk__ctl_top_main(int argc, char *argv[], const char *socket);
+int tk__ctl_trace_main(int argc, char *argv[], const char *socket);
+
+/* Connect `c` (0, or TK_CTL_EXIT_USAGE after a message on stderr). */
+int tk__ctl_open(tk_ctl_conn_t *c, const char *socket);
+/* One request on an open connection: 0 with *result (caller owns), or
+ * TK_CTL_EXIT_FAIL with a heap sentence in *err (an error response, a lost
+ * connection).  Notifications before the response are skipped. */
+int tk__ctl_rpc(tk_ctl_conn_t *c, const char *method, json_t *params, json_t **result,
+                char **err);
+
 #endif

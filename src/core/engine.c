@@ -227,6 +227,7 @@ int tk_engine_frame(tk_engine_t *e)
     f->ticker_ns = end - t_world;
     f->other_ns = e->carry_ns[TK_WORK_OTHER];
     f->work_ns = f->requests_ns + f->world_ns + f->ticker_ns + f->other_ns;
+    f->carried_ns = e->carry_ns[TK_WORK_REQUESTS] + e->carry_ns[TK_WORK_OTHER];
     e->carry_ns[TK_WORK_REQUESTS] = e->carry_ns[TK_WORK_OTHER] = 0;
     f->gap_ns = gap;
     record_gap(e, start, gap);

@@ -148,6 +148,9 @@ typedef struct lane {
     uint64_t ran;          /* frame+1 of its last run                           */
     uint32_t cur;          /* while running: position being executed            */
     bool running;
+    uint16_t level;        /* level slot of its entries, when lvl_mixed is 0     */
+    uint8_t lvl_mixed;     /* 0 = none yet, 1 = one level, 2 = several (profiling
+                              splits runs by level only in such lanes)           */
 } lane;
 
 typedef struct cohort {
@@ -246,6 +249,17 @@ struct tk__ticks {
     uint64_t slow_ns;
     tk_tick_namer_fn namer;
     void *namer_ud;
+
+    /* Profiling (w->prof_on): the open run of same-class functions. */
+    uint64_t pr_t0;           /* ns, stats clock: start of the open run          */
+    uint32_t pr_n;            /* functions in it; 0 = none open                  */
+    uint16_t pr_cls, pr_level;/* its class and level slot                        */
+    uint8_t pr_group;         /* the group it runs in                            */
+    uint32_t pr_first;        /* slot of its first function                      */
+    void *pr_target;          /* target of its first function                    */
+    uint32_t pr_countdown;    /* functions until the next sampled one            */
+    uint8_t *pr_each;         /* per class: 1 = time every function on its own   */
+    size_t pr_n_each;
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -496,6 +510,12 @@ static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
         L->last_seq = r->seq;
     r->lane = lid;
     r->pos = p;
+    if (!L->lvl_mixed) {
+        L->level = r->level;
+        L->lvl_mixed = 1;
+    } else if (L->level != r->level) {
+        L->lvl_mixed = 2;
+    }
 }
 
 /* Turn a lane entry into a dead one. */
@@ -766,6 +786,7 @@ void tk__ticks_free(struct tk__ticks *T)
     tk_free(T->lane_hash);
     tk_free(T->cohorts);
     tk_free(T->classes);
+    tk_free(T->pr_each);
     tk_free(T);
 }
 
@@ -1916,6 +1937,103 @@ static void upkeep(tk_world_t *w)
 
 static inline uint64_t now_stats(const tk_world_t *w) { return tk__world_stats_now(w); }
 
+/* ---- profiling (world.h: tk_profiler) ----------------------------------------------
+ *
+ * While a profiler is installed, functions are accounted in runs: a run is
+ * consecutive functions of one class, level and group (a batch, the
+ * functions of a lane ticked one by one, or consecutive extras).  The clock
+ * is read when a run begins; its start is the previous run's end, so a run's
+ * time includes the scheduler's bookkeeping up to the next run.  A group's
+ * end closes its open run.  Functions timed on their own (sampled 1 in N,
+ * every one of a class whose runs proved slow, or all with `each`) cost two
+ * more reads each.  Lanes holding several levels (rare: a lane is one class
+ * in one group) are split by level; others are not looked into. */
+
+static inline tk_level_id level_id_of(const tk_world_t *w, uint16_t slot)
+{
+    return (tk_level_id)slot | ((tk_level_id)w->levels[slot].gen << 16);
+}
+
+void tk__ticks_profiler_changed(tk_world_t *w)
+{
+    struct tk__ticks *T = T_of(w);
+    T->pr_n = 0;
+    T->pr_countdown = w->prof.sample_every;
+    tk_free(T->pr_each);
+    T->pr_each = NULL;
+    T->pr_n_each = 0;
+    if (w->prof_on && w->prof.each_above_ns && T->n_classes) {
+        T->pr_each = tk_calloc(T->n_classes, 1);
+        T->pr_n_each = T->n_classes;
+    }
+}
+
+/* Close the open run at `now` and report it. */
+static void prof_flush(tk_world_t *w, uint64_t now)
+{
+    struct tk__ticks *T = T_of(w);
+    if (!T->pr_n)
+        return;
+    tk_prof_event ev = {.kind = TK_PROF_RUN, .group = T->pr_group, .cls = T->pr_cls,
+                        .level = level_id_of(w, T->pr_level), .n = T->pr_n,
+                        .id = make_id(T->pr_first, T->recs[T->pr_first].gen),
+                        .target = T->pr_target, .start_ns = T->pr_t0, .ns = now - T->pr_t0,
+                        .pause_frame = w->frame_paused};
+    T->pr_n = 0;
+    if (w->prof.each_above_ns && ev.ns > w->prof.each_above_ns * ev.n) {
+        if (T->pr_cls >= T->pr_n_each) {
+            /* a class registered after the profiler was installed */
+            T->pr_each = tk_realloc(T->pr_each, T->n_classes);
+            memset(T->pr_each + T->pr_n_each, 0, T->n_classes - T->pr_n_each);
+            T->pr_n_each = T->n_classes;
+        }
+        T->pr_each[T->pr_cls] = 1;
+    }
+    w->prof.fn(w->prof.ud, &ev);
+}
+
+/* `n` functions of (cls, level slot, group) start now, the first at `slot`. */
+static inline void prof_feed(tk_world_t *w, uint16_t cls, uint16_t level, uint8_t g, uint32_t n,
+                             uint32_t slot, void *target)
+{
+    struct tk__ticks *T = T_of(w);
+    if (T->pr_n && T->pr_cls == cls && T->pr_level == level && T->pr_group == g) {
+        T->pr_n += n;
+        return;
+    }
+    uint64_t now = now_stats(w);
+    prof_flush(w, now);
+    T->pr_t0 = now;
+    T->pr_n = n;
+    T->pr_cls = cls;
+    T->pr_level = level;
+    T->pr_group = g;
+    T->pr_first = slot;
+    T->pr_target = target;
+}
+
+/* Is the next function of `cls` to be timed on its own? */
+static inline bool prof_single(tk_world_t *w, uint16_t cls)
+{
+    struct tk__ticks *T = T_of(w);
+    if (w->prof.each || (cls < T->pr_n_each && T->pr_each[cls]))
+        return true;
+    if (w->prof.sample_every && --T->pr_countdown == 0) {
+        T->pr_countdown = w->prof.sample_every;
+        return true;
+    }
+    return false;
+}
+
+static void prof_tick(tk_world_t *w, tk_tick_id id, void *target, uint16_t cls, uint16_t level,
+                      tk_group g, uint64_t t0, uint64_t ns)
+{
+    tk_prof_event ev = {.kind = TK_PROF_TICK, .group = g, .cls = cls,
+                        .level = level_id_of(w, level), .n = 1, .id = id, .target = target,
+                        .start_ns = t0, .ns = ns, .pause_frame = w->frame_paused};
+    w->prof.fn(w->prof.ud, &ev);
+}
+
 /* Execute one function individually (interval delta, dilation, counters). */
 static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame)
 {
@@ -1950,19 +2068,29 @@ static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame)
     if (T->trace)
         T->trace(T->trace_ud, id, target, label);
     tk_tick_ctx ctx = {w, id, w->frame, label, pause_frame};
-    if (T->slow_ns) {
+    bool single = false;
+    if (w->prof_on) {
+        prof_feed(w, r->cls, r->level, (uint8_t)label, 1, s, target);
+        single = prof_single(w, r->cls);
+    }
+    if (T->slow_ns || single) {
+        uint16_t cls = r->cls, lv = r->level;
         uint64_t t0 = now_stats(w);
         c->fn(target, dt, &ctx);
         uint64_t ns = now_stats(w) - t0;
-        if (ns > T->slow_ns)
-            T->slow_fn(T->slow_ud, id, target, (tk_class_id)(c - T->classes), ns, 1);
+        if (single)
+            prof_tick(w, id, target, cls, lv, label, t0, ns);
+        if (T->slow_ns && ns > T->slow_ns)
+            T->slow_fn(T->slow_ud, id, target, cls, ns, 1);
     } else {
         c->fn(target, dt, &ctx);
     }
 }
 
-/* Run a lane: active entries in order, fast runs batched. */
-static void run_lane(tk_world_t *w, uint32_t lid)
+/* Run a lane: active entries in order, fast runs batched.  Inlined twice,
+ * with and without profiling, so that the plain path stays as it was. */
+static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, uint32_t lid,
+                                                                const bool prof)
 {
     struct tk__ticks *T = T_of(w);
     lane *L = &T->lanes[lid];
@@ -1981,8 +2109,10 @@ static void run_lane(tk_world_t *w, uint32_t lid)
     L->cur = 0;
     const tclass *c = &T->classes[L->cls];
     tk_class_id cls = L->cls;
-    bool batch = c->fn_batch && !T->trace;
+    bool batch = c->fn_batch && !T->trace && !(prof && w->prof.each);
     tk_group g = (tk_group)L->group;
+    uint16_t lslot = L->level;
+    const bool mixed = prof && L->lvl_mixed == 2;
     tk_tick_ctx ctx = {w, TK_TICK_NONE, w->frame, g, false};
     uint32_t i = 0;
     while (i < n) {
@@ -2017,6 +2147,16 @@ static void run_lane(tk_world_t *w, uint32_t lid)
         if (j > n)
             j = n;
         if (batch) {
+            if (mixed) {
+                /* Several levels in the lane: one run per level. */
+                lslot = T->recs[L->idx[i]].level;
+                uint32_t k = i + 1;
+                while (k < j && T->recs[L->idx[k]].level == lslot)
+                    k++;
+                j = k;
+            }
+            if (prof)
+                prof_feed(w, cls, lslot, (uint8_t)g, j - i, L->idx[i], L->targets[i]);
             L->cur = j - 1;
             w->fstats.ticks_run += j - i;
             if (T->slow_ns) {
@@ -2043,11 +2183,20 @@ static void run_lane(tk_world_t *w, uint32_t lid)
             w->fstats.ticks_run++;
             if (T->trace)
                 T->trace(T->trace_ud, ctx.self, target, g);
-            if (T->slow_ns) {
+            bool single = false;
+            if (prof) {
+                if (mixed)
+                    lslot = T->recs[s].level;
+                prof_feed(w, cls, lslot, (uint8_t)g, 1, s, target);
+                single = prof_single(w, cls);
+            }
+            if (T->slow_ns || (prof && single)) {
                 uint64_t t0 = now_stats(w);
                 c->fn(target, dt, &ctx);
                 uint64_t ns = now_stats(w) - t0;
-                if (ns > T->slow_ns)
+                if (prof && single)
+                    prof_tick(w, ctx.self, target, cls, lslot, g, t0, ns);
+                if (T->slow_ns && ns > T->slow_ns)
                     T->slow_fn(T->slow_ud, ctx.self, target, cls, ns, 1);
             } else {
                 c->fn(target, dt, &ctx);
@@ -2058,6 +2207,14 @@ static void run_lane(tk_world_t *w, uint32_t lid)
     L = &T->lanes[lid];
     L->running = false;
     L->cur = L->n;
+}
+
+static void run_lane(tk_world_t *w, uint32_t lid)
+{
+    if (w->prof_on)
+        run_lane_impl(w, lid, true);
+    else
+        run_lane_impl(w, lid, false);
 }
 
 /* ---- per-frame queueing (dynamic and newly spawned functions) --------------------- */
@@ -2356,15 +2513,29 @@ void tk__ticks_start_frame(tk_world_t *w)
     }
 }
 
+/* A group ended at `t1`: close its open run, report the group. */
+static void prof_group(tk_world_t *w, tk_group g, uint64_t t0, uint64_t t1, uint64_t ran)
+{
+    prof_flush(w, t1);
+    tk_prof_event ev = {.kind = TK_PROF_GROUP, .group = g, .n = (uint32_t)ran,
+                        .start_ns = t0, .ns = t1 - t0};
+    w->prof.fn(w->prof.ud, &ev);
+}
+
 void tk__ticks_run_group(tk_world_t *w, tk_group g)
 {
     struct tk__ticks *T = T_of(w);
     uint64_t t0 = now_stats(w);
+    uint64_t ran0 = w->fstats.ticks_run;
     T->cur_group = g;
     run_group_body(w, g);
     T->cur_group = g + 1;
     if (g == TK_GROUP_LAST_DEMOTABLE) {
-        w->fstats.group_ns[g] = now_stats(w) - t0;
+        uint64_t t1 = now_stats(w);
+        w->fstats.group_ns[g] = t1 - t0;
+        if (w->prof_on)
+            prof_group(w, g, t0, t1, w->fstats.ticks_run - ran0);
+        ran0 = w->fstats.ticks_run;
         t0 = now_stats(w);
         /* The newly-spawned drain: up to 101 rounds. */
         bool finished = false;
@@ -2399,13 +2570,19 @@ void tk__ticks_run_group(tk_world_t *w, tk_group g)
             T->newly.n = 0;
         }
         w->fstats.newly_spawned_rounds = rounds;
-        w->fstats.group_ns[TK_GROUP_NEWLY_SPAWNED] = now_stats(w) - t0;
+        uint64_t t2 = now_stats(w);
+        w->fstats.group_ns[TK_GROUP_NEWLY_SPAWNED] = t2 - t0;
+        if (w->prof_on)
+            prof_group(w, TK_GROUP_NEWLY_SPAWNED, t0, t2, w->fstats.ticks_run - ran0);
         return;
     }
     /* during_physics does not block: its newly spawned wait for end_physics. */
     if (g != TK_GROUP_DURING_PHYSICS)
         queue_newly(w, g + 1);
-    w->fstats.group_ns[g] = now_stats(w) - t0;
+    uint64_t t1 = now_stats(w);
+    w->fstats.group_ns[g] = t1 - t0;
+    if (w->prof_on)
+        prof_group(w, g, t0, t1, w->fstats.ticks_run - ran0);
 }
 
 void tk__ticks_end_frame(tk_world_t *w)
@@ -2471,6 +2648,8 @@ void tk__ticks_pause_frame(tk_world_t *w)
         }
         exec_one(w, r, grp_of(r->grp), true);
     }
+    if (w->prof_on)
+        prof_flush(w, now_stats(w));
     T->phase = PH_IDLE;
     release_limbo(T);
 }

@@ -26,4 +26,7 @@ void tk__ticks_reset_clocks(tk_world_t *w);
 /* Unregister every tick function of a level (level removal). */
 void tk__ticks_remove_level(tk_world_t *w, tk_level_id level);
 
+/* The profiler was installed or removed: reset the sampling state. */
+void tk__ticks_profiler_changed(tk_world_t *w);
+
 #endif

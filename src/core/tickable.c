@@ -314,7 +314,19 @@ uint64_t tk__tickables_tick(tk_world_t *w, float dt, bool paused)
             s->last_frame = w->frame;
             s->accum_dt += (double)dt;
             n++;
-            s->fn(s->ud, dt, w);
+            if (w->prof_on) {
+                /* Profiling: each tickable timed (they are few). */
+                void *ud = s->ud;
+                uint64_t t0 = tk__world_stats_now(w);
+                s->fn(ud, dt, w);
+                tk_prof_event ev = {.kind = TK_PROF_TICKABLE, .n = 1,
+                                    .id = tk__oslab_id(&t->s, i), .target = ud, .start_ns = t0,
+                                    .pause_frame = paused};
+                ev.ns = tk__world_stats_now(w) - t0;
+                w->prof.fn(w->prof.ud, &ev);
+            } else {
+                s->fn(s->ud, dt, w);
+            }
         }
         if (i == last)
             break;

@@ -281,6 +281,21 @@ void tk_world_set_stats_clock(tk_world_t *w, uint64_t (*clock)(void *), void *ud
     w->stats_clock_ud = ud;
 }
 
+int tk_world_set_profiler(tk_world_t *w, const tk_profiler *p)
+{
+    if (p && !p->fn)
+        return tk__world_error(w, TK_EINVAL, "a profiler needs a callback");
+    if (p)
+        w->prof = *p;
+    else
+        memset(&w->prof, 0, sizeof w->prof);
+    w->prof_on = p != NULL;
+    tk__ticks_profiler_changed(w);
+    return 0;
+}
+
+bool tk_world_profiling(const tk_world_t *w) { return w->prof_on; }
+
 /*
  * FixupDeltaSeconds: dilation * clamp(raw, Min, Max), in ns.
  */
@@ -325,8 +340,13 @@ void tk__world_tick(tk_world_t *w, uint64_t raw_dt_ns)
         w->fstats.timers_fired = tk__timers_tick(w, w->dt_ns);
         t1 = tk__world_stats_now(w);
         w->fstats.timers_ns = t1 - t0;
+        if (w->prof_on)
+            tk__world_prof(w, TK_PROF_TIMERS, t0, t1 - t0, (uint32_t)w->fstats.timers_fired);
         w->fstats.tickables_run = tk__tickables_tick(w, dt, false);
         w->fstats.tickables_ns = tk__world_stats_now(w) - t1;
+        if (w->prof_on)
+            tk__world_prof(w, TK_PROF_TICKABLES, t1, w->fstats.tickables_ns,
+                           (uint32_t)w->fstats.tickables_run);
         tk__ticks_run_group(w, TK_GROUP_POST_UPDATE_WORK);
         tk__ticks_run_group(w, TK_GROUP_LAST_DEMOTABLE);
         tk__ticks_end_frame(w);
@@ -337,6 +357,9 @@ void tk__world_tick(tk_world_t *w, uint64_t raw_dt_ns)
         w->fstats.group_ns[TK_GROUP_PRE_PHYSICS] = t1 - t0;
         w->fstats.tickables_run = tk__tickables_tick(w, dt, true);
         w->fstats.tickables_ns = tk__world_stats_now(w) - t1;
+        if (w->prof_on)
+            tk__world_prof(w, TK_PROF_TICKABLES, t1, w->fstats.tickables_ns,
+                           (uint32_t)w->fstats.tickables_run);
     }
     w->in_frame = false;
 }

@@ -58,6 +58,8 @@ struct tk_world {
     uint64_t (*stats_clock)(void *ud);
     void *stats_clock_ud;
     tk_world_frame_stats fstats;
+    bool prof_on;            /* a profiler is installed (tk_world_set_profiler) */
+    tk_profiler prof;        /* the profiler, when prof_on                  */
 
     void *user;              /* tk_world_set_user                          */
     char errbuf[256];        /* tk_world_last_error                        */
@@ -84,6 +86,15 @@ tk__level *tk__level_get(const tk_world_t *w, tk_level_id id);
 static inline uint64_t tk__world_stats_now(const tk_world_t *w)
 {
     return w->stats_clock ? w->stats_clock(w->stats_clock_ud) : 0;
+}
+
+/* Report a profiling event (only while w->prof_on). */
+static inline void tk__world_prof(tk_world_t *w, tk_prof_kind kind, uint64_t start_ns,
+                                  uint64_t ns, uint32_t n)
+{
+    tk_prof_event ev = {.kind = kind, .start_ns = start_ns, .ns = ns, .n = n,
+                        .pause_frame = w->frame_paused};
+    w->prof.fn(w->prof.ud, &ev);
 }
 
 #endif

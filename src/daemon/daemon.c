@@ -184,16 +184,20 @@ static void drain_between_frames(tkd *d, uint64_t deadline)
 {
     uint64_t t0 = tk_clock_now_ns(), now = t0;
     uint64_t until = deadline - DRAIN_MARGIN_NS;
+    size_t n = 0;
     while (now < until) {
         /* Requests in slices first: they came before what is still queued. */
         bool jobs = d->jobs && tkd_jobs_run(d, until);
         size_t ran = tkd_server_drain_until(d->srv, exec_call, d, until);
+        n += ran;
         now = tk_clock_now_ns();
         if (!jobs && !ran && !d->jobs)
             break;
     }
     if (now > t0)
         tk_engine_add_work(d->engine, TK_WORK_REQUESTS, now - t0);
+    if (n && tkd_prof_active(d->prof))
+        tkd_prof_requests(d, n, t0, now - t0);
 }
 
 /* Time the control socket's callbacks spent (reading, framing, parsing,
@@ -363,14 +367,18 @@ static void pre_world(void *ud, tk_engine_t *e)
     tkd *d = ud;
     if (d->reload)
         do_reload(d);
+    uint64_t t0 = tkd_prof_active(d->prof) ? tk_clock_now_ns() : 0;
+    size_t n;
     if (d->shutdown) {
-        tkd_server_drain(d->srv, exec_call, d);
-        return;
+        n = tkd_server_drain(d->srv, exec_call, d);
+    } else {
+        uint64_t until = tk_clock_now_ns() + request_budget_ns(d);
+        if (d->jobs)
+            tkd_jobs_run(d, until);
+        n = tkd_server_drain_until(d->srv, exec_call, d, until);
     }
-    uint64_t until = tk_clock_now_ns() + request_budget_ns(d);
-    if (d->jobs)
-        tkd_jobs_run(d, until);
-    tkd_server_drain_until(d->srv, exec_call, d, until);
+    if (t0)
+        tkd_prof_requests(d, n, t0, tk_clock_now_ns() - t0);
 }
 
 /* The lag line: how far behind, and what was slowest in the worst frame of

@@ -19,11 +19,11 @@
 #include "config.h"
 #include "logging.h"
 #include "notify.h"
+#include "profile.h"
 #include "server.h"
 #include "sim/sim.h"
 #include "tickd/tickd.h"
 
-typedef struct tkd_trace tkd_trace;
 typedef struct tkd_waiter tkd_waiter;
 typedef struct tkd_job tkd_job;
 
@@ -42,7 +42,7 @@ typedef struct tkd {
 
     /* answered-later requests */
     tkd_waiter *waiters;        /* world.step / engine.sprint                 */
-    tkd_trace *traces;          /* world.trace                                */
+    tkd_prof *prof;             /* engine.profile, world.trace (profile.h)    */
     tkd_job *jobs;              /* big requests done in slices (methods.c)    */
     bool sprinting;
     uint64_t sprint_frames;     /* frames left to sprint (all sprint waiters) */

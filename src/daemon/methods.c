@@ -4,8 +4,9 @@
  *
  * A handler reads and checks all of its params first, then changes state:
  * a request that fails validation changes nothing.  "Answered later"
- * methods (world.step, world.trace, engine.sprint) keep their call in a
- * waiter that the post-frame hook completes.
+ * methods (world.step, engine.sprint) keep their call in a waiter that the
+ * post-frame hook completes; engine.profile and world.trace live in
+ * profile.c.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -18,7 +19,6 @@
 #include "params.h"
 #include "snapshot.h"
 
-#define TRACE_MAX_FRAMES 16
 #define LIST_MAX         1000000
 #define SPAWN_IDS_MAX    1000
 
@@ -41,14 +41,6 @@ struct tkd_waiter {
     uint64_t frames;
     uint64_t start_ns;
     tk_frame_stats *fs;
-};
-
-struct tkd_trace {
-    tkd_trace *next;
-    tkd_call *call;
-    uint64_t frames_left;
-    json_t *frames; /* array of {frame, ticks} */
-    json_t *ticks;  /* the current frame's */
 };
 
 /* ---- answering ---------------------------------------------------------------- */
@@ -477,42 +469,17 @@ static void m_world_set_time_dilation(req *r)
     ok(r, o);
 }
 
-static void on_trace(void *ud, tk_tick_id id, void *target, tk_group group)
-{
-    (void)target;
-    tkd *d = ud;
-    int comp = -1;
-    const tks_entity *e = tks_tick_owner(d->sim, id, &comp);
-    for (tkd_trace *t = d->traces; t; t = t->next) {
-        json_t *x = json_object();
-        json_object_set_new(x, "entity", e ? jid(tks_entity_id(e)) : json_null());
-        json_object_set_new(x, "component", comp < 0 ? json_null() : json_integer(comp));
-        json_object_set_new(x, "group", json_string(tk_group_name(group)));
-        json_array_append_new(t->ticks, x);
-    }
-}
-
+/* world.trace and engine.profile live in profile.c. */
 static void m_world_trace(req *r)
 {
-    KEYS("frames");
-    tkd_perr pe;
-    uint64_t n = 1;
-    int rc = tkd_p_u64(r->params, "frames", "", 1, TRACE_MAX_FRAMES, &n, &pe);
-    READ(rc);
-    if (rc == 0) {
-        fail(r, -32602, "frames: required");
-        return;
-    }
-    tkd *d = r->d;
-    tkd_trace *t = tk_calloc(1, sizeof *t);
-    t->call = r->call;
-    t->frames_left = n;
-    t->frames = json_array();
-    t->ticks = json_array();
-    t->next = d->traces;
-    d->traces = t;
-    tk_world_set_trace(d->world, on_trace, d);
-    defer(r);
+    r->answered = true;
+    tkd_prof_world_trace(r->d, r->call, r->params);
+}
+
+static void m_engine_profile(req *r)
+{
+    r->answered = true;
+    tkd_prof_engine_profile(r->d, r->call, r->params);
 }
 
 static json_t *spawn_result(tks_id first, uint64_t count)
@@ -1371,19 +1338,23 @@ static void action_fire(void *ud, tk_timer_handle h, tk_world_t *w)
     timer_action *ta = ud;
     if (!ta->action)
         return;
-    ta->d->action_runs++;
+    tkd *d = ta->d;
+    d->action_runs++;
     /* The action may clear this timer (freeing `ta`): hold the JSON. */
     json_t *act = json_incref(ta->action);
-    tkd *d = ta->d;
     const char *method = json_string_value(json_object_get(act, "method"));
     uint64_t t0 = tk_clock_now_ns();
     tkd_exec(d, NULL, method, json_object_get(act, "params"));
-    tkd_note_request(d, method, tk_clock_now_ns() - t0, true);
+    uint64_t ns = tk_clock_now_ns() - t0;
+    tkd_note_request(d, method, ns, true);
+    if (tkd_prof_active(d->prof))
+        tkd_prof_timer_action(d, method, t0, ns);
     json_decref(act);
 }
 
 static const char *const forbidden_actions[] = {"world.load", "events.subscribe",
-                                                "events.unsubscribe", NULL};
+                                                "events.unsubscribe", "engine.profile",
+                                                "world.trace", NULL};
 
 int tkd_action_check(const json_t *a, char *why, size_t len)
 {
@@ -1860,6 +1831,7 @@ static const method_entry methods[] = {
     {"engine.stats", m_engine_stats},
     {"engine.set_tick_rate", m_engine_set_tick_rate},
     {"engine.sprint", m_engine_sprint},
+    {"engine.profile", m_engine_profile},
     {"engine.shutdown", m_engine_shutdown},
     {"world.status", m_world_status},
     {"world.pause", m_world_pause},
@@ -2005,33 +1977,8 @@ static void sprint_done(tkd *d, tkd_waiter *w, uint64_t now)
 
 void tkd_methods_post_frame(tkd *d, const tk_frame_info *f)
 {
-    /* Traces: this frame's ticks. */
-    if (d->traces) {
-        tkd_trace **pp = &d->traces;
-        while (*pp) {
-            tkd_trace *t = *pp;
-            json_t *fr = json_object();
-            json_object_set_new(fr, "frame", jid(f->frame));
-            json_object_set_new(fr, "ticks", t->ticks);
-            json_array_append_new(t->frames, fr);
-            t->ticks = json_array();
-            if (--t->frames_left == 0) {
-                *pp = t->next;
-                json_t *o = json_object();
-                json_object_set_new(o, "frames", t->frames);
-                if (t->call)
-                    tkd_call_reply(t->call, o);
-                else
-                    json_decref(o);
-                json_decref(t->ticks);
-                tk_free(t);
-                continue;
-            }
-            pp = &t->next;
-        }
-        if (!d->traces)
-            tk_world_set_trace(d->world, NULL, NULL);
-    }
+    /* Profiles and traces. */
+    tkd_prof_post_frame(d, f);
     /* Steps and sprints. */
     uint64_t now = tk_clock_now_ns();
     bool sprinting = false;
@@ -2079,16 +2026,7 @@ void tkd_methods_shutdown(tkd *d)
     }
     free(d->info_text);
     d->info_text = NULL;
-    while (d->traces) {
-        tkd_trace *t = d->traces;
-        d->traces = t->next;
-        if (t->call)
-            tkd_call_error(t->call, -32004, NULL, "shutting down before the trace completed");
-        json_decref(t->frames);
-        json_decref(t->ticks);
-        tk_free(t);
-    }
-    tk_world_set_trace(d->world, NULL, NULL);
+    tkd_prof_shutdown(d);
     while (d->waiters) {
         tkd_waiter *w = d->waiters;
         d->waiters = w->next;

@@ -23,6 +23,7 @@ static const char *const all_methods[] = {
     "engine.stats",
     "engine.set_tick_rate",
     "engine.sprint",
+    "engine.profile",
     "engine.shutdown",
     "world.status",
     "world.pause",
@@ -343,7 +344,7 @@ START_TEST(methods_world_trace)
     tkit_daemon *d = tkit_start(NULL);
     tkit_conn *c = tkit_connect(d);
     long long a = spawn(c, "{\"class\":\"counter\",\"count\":2}");
-    tkit_err(c, TKIT_INVALID_PARAMS, "frames", "world.trace", "{\"frames\":17}");
+    tkit_err(c, TKIT_INVALID_PARAMS, "frames", "world.trace", "{\"frames\":601}");
     tkit_err(c, TKIT_INVALID_PARAMS, "frames", "world.trace", "{\"frames\":0}");
     tkit_err(c, TKIT_INVALID_PARAMS, "frames", "world.trace", NULL);
     json_t *r = tkit_ok(c, "world.trace", "{\"frames\":3}");
