@@ -136,7 +136,8 @@ $(LIBDAEMON): $(call obj,$(SIM_SRC) $(DAEMON_SRC))
 $(TICKD): $(call obj,src/daemon/main.c) $(LIBDAEMON) $(LIBTICKD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,$(DAEMON_PKGS)) -lm -ldl -lpthread
 
-$(TICKCTL): $(call obj,$(CLI_SRC))
+# tickctl writes reals as the daemon does (src/daemon/jsonw.c needs jansson only).
+$(TICKCTL): $(call obj,$(CLI_SRC) src/daemon/jsonw.c)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
 
 # Core unit tests link libtickd alone: the core must stand without the daemon.

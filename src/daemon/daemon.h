@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "jsonw.h"
 #include "logging.h"
 #include "notify.h"
 #include "server.h"

@@ -248,7 +248,7 @@ static void m_engine_info(req *r)
     if (!d->info_text || rate != d->info_rate || fixed != d->info_fixed) {
         json_t *o = engine_info_json(d);
         free(d->info_text);
-        d->info_text = json_dumps(o, JSON_COMPACT);
+        d->info_text = tkd_jsonw_dump(o, JSON_COMPACT, NULL);
         json_decref(o);
         d->info_rate = rate;
         d->info_fixed = fixed;
