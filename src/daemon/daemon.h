@@ -20,6 +20,7 @@
 #include "jsonw.h"
 #include "logging.h"
 #include "notify.h"
+#include "reqstats.h"
 #include "server.h"
 #include "sim/sim.h"
 #include "tickd/tickd.h"
@@ -49,6 +50,7 @@ typedef struct tkd {
     /* counters for engine.stats */
     uint64_t action_runs;       /* timer actions run                          */
     uint64_t action_errors;     /* timer actions that failed                  */
+    tkd_reqstats reqstats;      /* per-method calls, errors and time          */
 
     tkd_ratelimit_t behind_rl;  /* "can't keep up" warnings                   */
     bool offline;               /* no socket (fuzzing, tests): tkd_init_offline */

@@ -28,6 +28,7 @@ typedef struct req {
     const char *method;
     json_t *params; /* borrowed, may be NULL */
     bool answered;
+    int code;       /* error code answered with, 0 = none (reqstats) */
 } req;
 
 typedef enum { W_STEP, W_SPRINT } waiter_kind;
@@ -67,6 +68,7 @@ static void failv(req *r, int code, const char *fmt, va_list ap)
     char msg[TKD_ERR_MAX];
     vsnprintf(msg, sizeof msg, fmt, ap);
     r->answered = true;
+    r->code = code;
     if (r->call) {
         tkd_call_error(r->call, code, NULL, "%s", msg);
     } else {
@@ -213,6 +215,7 @@ json_t *tkd_stats_json(tkd *d)
     json_object_set_new(o, "events_dropped", jid(ss.events_dropped));
     json_object_set_new(o, "paused", json_boolean(t.paused));
     json_object_set_new(o, "rss_bytes", jid(rss_bytes()));
+    json_object_set_new(o, "methods", tkd_reqstats_json(&d->reqstats, tkd_method_names()));
     return o;
 }
 
@@ -1523,16 +1526,20 @@ bool tkd_method_exists(const char *name)
 
 void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
 {
-    req r = {d, call, method, params, false};
-    for (size_t i = 0; i < N_METHODS; i++) {
-        if (!strcmp(methods[i].name, method)) {
-            methods[i].fn(&r);
-            if (!r.answered)
-                fail(&r, -32603, "internal error: %s did not answer", method);
-            return;
-        }
+    req r = {d, call, method, params, false, 0};
+    uint64_t t0 = tk_clock_now_ns();
+    size_t i = 0;
+    while (i < N_METHODS && strcmp(methods[i].name, method))
+        i++;
+    if (i == N_METHODS) {
+        fail(&r, -32601, "method not found: %s", method);
+    } else {
+        methods[i].fn(&r);
+        if (!r.answered)
+            fail(&r, -32603, "internal error: %s did not answer", method);
     }
-    fail(&r, -32601, "method not found: %s", method);
+    tkd_reqstats_record(&d->reqstats, i < N_METHODS ? i : TKD_REQSTATS_UNKNOWN, r.code,
+                        tk_clock_now_ns() - t0);
 }
 
 /* ---- frame boundary: answered-later requests ------------------------------------------------ */
