@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "metrics.h"
 #include "snapshot.h"
 
 #define SPIN_NS 120000ull        /* the last stretch before a deadline is spun */
@@ -286,6 +287,7 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
     (void)e;
     tkd *d = ud;
     tkd_methods_post_frame(d, f);
+    tkd_metrics_frame(d->metrics, f);
     if (subscribed(d, TKD_TOPIC_FRAME)) {
         json_t *p = json_object();
         json_object_set_new(p, "frame", json_integer((json_int_t)f->frame));
@@ -407,6 +409,8 @@ int tkd_init(tkd *d, char *err, size_t errlen)
         return -1;
     if (tkd_server_new(d->base, &sc2, &d->srv, err, errlen) != 0)
         return -1;
+    if (tkd_metrics_new(d, &d->metrics, err, errlen) != 0)
+        return -1;
 
     d->sig_term = evsignal_new(d->base, SIGTERM, on_signal, d);
     d->sig_int = evsignal_new(d->base, SIGINT, on_signal, d);
@@ -458,6 +462,8 @@ void tkd_fini(tkd *d)
         tkd_server_close_all(d->srv, 2000);
     }
     tkd_logging_set_forward(NULL, NULL);
+    tkd_metrics_free(d->metrics);
+    d->metrics = NULL;
     if (d->srv)
         tkd_server_free(d->srv);
     if (d->sig_term)

@@ -51,6 +51,7 @@ typedef struct tkd {
     uint64_t action_runs;       /* timer actions run                          */
     uint64_t action_errors;     /* timer actions that failed                  */
     tkd_reqstats reqstats;      /* per-method calls, errors and time          */
+    struct tkd_metrics *metrics; /* /metrics and /healthz (metrics.h), or NULL */
 
     tkd_ratelimit_t behind_rl;  /* "can't keep up" warnings                   */
     bool offline;               /* no socket (fuzzing, tests): tkd_init_offline */
