@@ -142,12 +142,13 @@ START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 20);
+    ck_assert_uint_eq(n, 24);
     static const char *const reloadable[] = {
         "engine.tick_rate",    "engine.max_dt",       "world.time_dilation",
         "world.max_entities",  "control.max_clients", "control.max_line",
         "control.max_pending", "control.max_batch",   "control.max_output",
-        "stats.slow_tick_ms",  "snapshot.autosave_s", "log.level"};
+        "stats.slow_tick_ms",  "snapshot.autosave_s", "log.level",
+        "metrics.healthz_min_tps", "metrics.healthz_stall_s", "metrics.max_connections"};
     for (size_t i = 0; i < n; i++) {
         const tkd_config_key *k = &keys[i];
         char full[64];
@@ -189,6 +190,10 @@ START_TEST(config_shipped_file_is_defaults)
     int rc = tkd_config_load(&c, SHIPPED, err, sizeof err);
     ck_assert_msg(rc == 0, "%s", err);
     ck_assert_str_eq(c.path, SHIPPED);
+    /* The one exception: the shipped file turns the metrics listener on. */
+    ck_assert_uint_eq(c.metrics_listen.count, 1);
+    ck_assert_str_eq(c.metrics_listen.items[0], "127.0.0.1:8497");
+    ck_assert_int_eq(tkd_config_set(&c, "metrics", "listen", "", NULL, err, sizeof err), 0);
     assert_same(&def, &c);
     tkd_config_free(&def);
     tkd_config_free(&c);
