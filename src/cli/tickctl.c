@@ -3,6 +3,7 @@
  * invocation over the control socket, or a stream of event notifications.
  *
  *   tickctl [OPTIONS] METHOD [JSON-PARAMS | key=value ...]
+ *   tickctl [OPTIONS] stats
  *   tickctl [OPTIONS] --watch TOPIC[,TOPIC...]
  *
  * This command line is part of the protocol contract (PROTOCOL.md): the result
@@ -18,6 +19,11 @@
  * one line, read one line, print.  --watch subscribes, then prints each
  * notification as one compact JSON line, flushed, until SIGINT/SIGTERM
  * (exit 0) or until tickd closes the connection (exit 1).
+ *
+ * For people (human.c): `stats` sends engine.stats and prints one summary
+ * line (--json/--compact: the JSON); --watch prints stats events as a table
+ * when stdout is a terminal or with --table, JSON lines otherwise, so
+ * scripts reading a pipe see what they always saw.
  *
  * What it deliberately does not do: know parameter names or types (tickd
  * validates them and answers -32602, which is printed), retry, reconnect, or
