@@ -158,9 +158,16 @@ static int open_listener(const addr *a, const char *item, char *err, size_t errl
     int one = 1;
     if (!a->unix_path)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0 || listen(fd, 16) != 0) {
+    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0) {
         snprintf(err, errlen, "[metrics] listen = %s: %s", item, strerror(errno));
         close(fd);
+        return -1;
+    }
+    if (listen(fd, 16) != 0) {
+        snprintf(err, errlen, "[metrics] listen = %s: %s", item, strerror(errno));
+        close(fd);
+        if (a->unix_path)
+            unlink(a->unix_path);
         return -1;
     }
     if (a->unix_path)
