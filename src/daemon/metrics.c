@@ -33,9 +33,9 @@
 #include "metrics.h"
 
 /* Frame-time histogram bounds (seconds), as written in the le labels. */
-static const char *const bucket_text[] = {"0.0005", "0.001", "0.002", "0.004", "0.008",
-                                          "0.0166", "0.025", "0.05",  "0.1",   "0.25",
-                                          "0.5",    "1",     "2.5"};
+static const char *const bucket_text[] = {"0.0001", "0.00025", "0.0005", "0.001", "0.002",
+                                          "0.004",  "0.008",   "0.0166", "0.025", "0.05",
+                                          "0.1",    "0.25",    "0.5",    "1",     "2.5"};
 #define NBUCKETS (sizeof bucket_text / sizeof bucket_text[0])
 
 #define MAX_LISTEN 8   /* addresses in [metrics] listen                  */

@@ -148,18 +148,35 @@ START_TEST(tickctl_stats_summary)
 }
 END_TEST
 
-/* Run `--watch stats` with `extra` options until `lines` lines arrived,
- * then SIGINT (exit 0); returns the output. */
+/* Lines in the file at `path` so far (0 if it does not exist yet). */
+static size_t file_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+    if (!f)
+        return 0;
+    for (int ch; (ch = getc(f)) != EOF;)
+        n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+/* Run `--watch stats` with `extra` options until `lines` lines arrived
+ * (so tickctl has subscribed, its signal handlers in place), then SIGINT
+ * (exit 0); returns the output.  Each call writes a file of its own. */
 static const char *watch(tkit_daemon *d, const char *extra, size_t lines)
 {
+    static int calls;
     const char *args[] = {"--watch", "stats", extra, NULL};
-    const char *out = tkit_path(d, "watch.out");
+    char name[32];
+    snprintf(name, sizeof name, "watch%d.out", calls++);
+    const char *out = tkit_path(d, name);
+    unlink(out);
     pid_t pid = spawn(d, args, out);
     double deadline = tkit_now() + tkit_scale(10);
     const char *text = "";
     while (tkit_now() < deadline) {
-        text = tkit_slurp(out);
-        if (text && count_lines(text) >= lines)
+        if (file_lines(out) >= lines)
             break;
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
