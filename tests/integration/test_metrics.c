@@ -33,6 +33,21 @@
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
+/* Keep `p` reachable until the test process exits (strings and buffers
+ * handed out below live as long as the test, as the harness's do). */
+static void *keep(void *p)
+{
+    static void **kept;
+    static size_t n, cap;
+    if (n == cap) {
+        cap = cap ? cap * 2 : 64;
+        kept = realloc(kept, cap * sizeof *kept);
+        ck_assert_ptr_nonnull(kept);
+    }
+    kept[n++] = p;
+    return p;
+}
+
 static char *xfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xfmt(const char *fmt, ...)
 {
@@ -41,7 +56,7 @@ static char *xfmt(const char *fmt, ...)
     char *s = NULL;
     ck_assert_int_ge(vasprintf(&s, fmt, ap), 0);
     va_end(ap);
-    return s; /* tests are short-lived processes: not freed */
+    return keep(s);
 }
 
 /* A TCP port on 127.0.0.1 that nothing listens on right now. */
@@ -120,6 +135,7 @@ static http_resp http_req(int port, const char *path, const char *method, const 
         len += (size_t)n;
     }
     close(fd);
+    keep(buf);
     return r;
 }
 
@@ -430,8 +446,9 @@ END_TEST
 
 /* ---- a real Prometheus ------------------------------------------------------------------ */
 
-/* GET the Prometheus API `target`; its JSON, or NULL. */
-static json_t *prom_query(int port, const char *target)
+/* GET the Prometheus API query `target`: the value of the first sample of
+ * its result, or NULL (no answer yet, or no sample). */
+static const char *prom_value(int port, const char *target)
 {
     int fd = http_connect(port, NULL);
     if (fd < 0)
@@ -440,14 +457,12 @@ static json_t *prom_query(int port, const char *target)
     http_resp r = http_req(port, NULL, "GET", target, 5);
     if (r.status != 200)
         return NULL;
-    return json_loads(r.body, 0, NULL);
-}
-
-/* The value of the first sample of a query result, or NULL. */
-static const char *first_value(json_t *j)
-{
+    json_t *j = json_loads(r.body, 0, NULL);
     json_t *res = json_array_get(json_object_get(json_object_get(j, "data"), "result"), 0);
-    return json_string_value(json_array_get(json_object_get(res, "value"), 1));
+    const char *v = json_string_value(json_array_get(json_object_get(res, "value"), 1));
+    char *copy = v ? keep(strdup(v)) : NULL;
+    json_decref(j);
+    return copy;
 }
 
 START_TEST(metrics_prometheus_scrapes)
@@ -488,10 +503,10 @@ START_TEST(metrics_prometheus_scrapes)
     while (tkit_now() < deadline && !(up && !strcmp(up, "1") && tps)) {
         sleep_ms(250);
         if (!up || strcmp(up, "1"))
-            up = first_value(prom_query(pport, "/api/v1/query?query=up%7Bjob%3D%22tickd%22%7D"));
+            up = prom_value(pport, "/api/v1/query?query=up%7Bjob%3D%22tickd%22%7D");
         else
-            tps = first_value(prom_query(
-                pport, "/api/v1/query?query=tickd_ticks_per_second%7Bwindow%3D%221s%22%7D"));
+            tps = prom_value(pport,
+                             "/api/v1/query?query=tickd_ticks_per_second%7Bwindow%3D%221s%22%7D");
     }
     kill(pid, SIGTERM);
     int status;
