@@ -240,11 +240,11 @@ START_TEST(lifecycle_default_config_file)
     char *copy = strdup(shipped), *at = strstr(copy, "\nlisten = 127.0.0.1:8497\n");
     ck_assert_msg(at != NULL, "config/tickd.ini: no metrics listen line");
     memset(at + strlen("\nlisten = "), ' ', strlen("127.0.0.1:8497")); /* "listen =" */
-    shipped = copy;
-    const char *const files[] = {"config/tickd.ini", shipped, "run/.keep", "", NULL};
+    const char *const files[] = {"config/tickd.ini", copy, "run/.keep", "", NULL};
     static const char *const args[] = {NULL};
     tkit_opts o = {.args = args, .files = files, .sock = "run/tickd.sock"};
     tkit_daemon *d = tkit_start(&o);
+    free(copy);
     tkit_conn *c = tkit_connect(d);
     json_t *st = tkit_ok(c, "engine.stats", NULL);
     ck_assert_double_eq_tol(tkit_getd(st, "target_hz"), 60.0, 1e-9);
