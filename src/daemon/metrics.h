@@ -3,7 +3,7 @@
  * Prometheus text exposition format 0.0.4 and /healthz.
  *
  * Configured by [metrics] listen: a comma-separated list of addresses, each
- *   127.0.0.1:9477  [::1]:9477  localhost:9477   TCP (literal IPs, or
+ *   127.0.0.1:8497  [::1]:8497  localhost:8497   TCP (literal IPs, or
  *                                                localhost = 127.0.0.1)
  *   unix:/run/tickd/metrics.sock  /abs/path.sock a Unix stream socket
  * and off while the list is empty (the built-in default).
