@@ -21,6 +21,9 @@ PKG_CONFIG ?= pkg-config
 # pkg-config name -> Debian package
 DEP_PKGS  := libevent:libevent-dev jansson:libjansson-dev inih:libinih-dev check:check
 DEB_TOOLS := pkg-config
+# command -> Debian package: tools the tests run (promtool and prometheus
+# check and scrape the /metrics endpoint)
+DEP_CMDS  := promtool:prometheus prometheus:prometheus
 
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -113,6 +116,11 @@ deps:
 	  pc=$${pair%%:*}; deb=$${pair#*:}; \
 	  $(PKG_CONFIG) --exists $$pc 2>/dev/null || missing="$$missing $$deb"; \
 	done; \
+	for pair in $(DEP_CMDS); do \
+	  cmd=$${pair%%:*}; deb=$${pair#*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || case " $$missing " in *" $$deb "*) ;; \
+	    *) missing="$$missing $$deb";; esac; \
+	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps: installing$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
@@ -137,7 +145,8 @@ $(LIBDAEMON): $(call obj,$(SIM_SRC) $(DAEMON_SRC))
 $(TICKD): $(call obj,src/daemon/main.c) $(LIBDAEMON) $(LIBTICKD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,$(DAEMON_PKGS)) -lm -ldl -lpthread
 
-$(TICKCTL): $(call obj,$(CLI_SRC))
+# tickctl writes reals as the daemon does (src/daemon/jsonw.c needs jansson only).
+$(TICKCTL): $(call obj,$(CLI_SRC) src/daemon/jsonw.c)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
 
 # Core unit tests link libtickd alone: the core must stand without the daemon.
@@ -247,8 +256,10 @@ clean:
 # make install PREFIX=/usr/local DESTDIR= SYSCONFDIR=/etc: binaries, library and
 # headers, man pages, the systemd units (ExecStart and the config path follow
 # PREFIX and SYSCONFDIR), the sysusers.d snippet (user and group tickd), and
-# SYSCONFDIR/tickd/tickd.ini: config/tickd.ini with the service's socket and
-# snapshot paths, installed only when no such file exists.
+# SYSCONFDIR/tickd/tickd.ini: config/tickd.ini with the service's socket,
+# snapshot and metrics paths (metrics on the Unix socket
+# /run/tickd/metrics.sock: the unit allows no TCP), installed only when no
+# such file exists.
 SYSCONFDIR  ?= /etc
 MANDIR      ?= $(PREFIX)/share/man
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
@@ -276,10 +287,12 @@ install: all
 	else \
 	  sed -e 's|^socket = run/tickd.sock$$|socket = /run/tickd/tickd.sock|' \
 	      -e 's|^path = run/tickd.snapshot.json$$|path = /var/lib/tickd/tickd.snapshot.json|' \
+	      -e 's|^listen = 127.0.0.1:8497$$|listen = unix:/run/tickd/metrics.sock|' \
 	      config/tickd.ini > $(BUILD)/install/tickd.ini && \
 	  grep -q '^socket = /run/tickd/tickd.sock$$' $(BUILD)/install/tickd.ini && \
-	  grep -q '^path = /var/lib/tickd/tickd.snapshot.json$$' $(BUILD)/install/tickd.ini || \
-	  { echo "install: config/tickd.ini: cannot set the service's socket and snapshot paths" >&2; exit 1; }; \
+	  grep -q '^path = /var/lib/tickd/tickd.snapshot.json$$' $(BUILD)/install/tickd.ini && \
+	  grep -q '^listen = unix:/run/tickd/metrics.sock$$' $(BUILD)/install/tickd.ini || \
+	  { echo "install: config/tickd.ini: cannot set the service's socket, snapshot and metrics paths" >&2; exit 1; }; \
 	  echo "install -m 0644 $(BUILD)/install/tickd.ini $(INST_CONFIG)"; \
 	  install -m 0644 $(BUILD)/install/tickd.ini $(INST_CONFIG); \
 	fi

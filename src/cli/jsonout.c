@@ -4,8 +4,9 @@
  *
  * Why not json_dumps: jansson prints every real with 17 significant digits,
  * so a world_time of 12.3 would read 12.300000000000001.  Here a real gets
- * the shortest text that parses back to the same double (12.3), which is what
- * a person reading the output, or a script comparing it, expects.  The layout
+ * the shortest text that parses back to the same double (12.3), written by
+ * the daemon's own tkd_jsonw_real (src/daemon/jsonw.c, linked into tickctl),
+ * so tickctl and the wire agree.  The layout
  * otherwise follows jansson's JSON_INDENT(n) and JSON_COMPACT: members in the
  * order received, empty containers as {} and [], UTF-8 passed through, only
  * '"', '\\' and control characters escaped.
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/jsonw.h"
 #include "tickctl_int.h"
 
 /* Append a JSON string literal for the `n` bytes of `s` (may hold NULs). */
@@ -51,50 +53,14 @@ static void put_string(tk_ctl_buf_t *b, const char *s, size_t n)
     tk__ctl_buf_putc(b, '"');
 }
 
-/*
- * Append the shortest decimal text of `d` that reads back (strtod) as `d`,
- * laid out as Python's repr does: positional for decimal exponents in
- * [-4, 16) (0.0001, 12.3, 100.0), scientific otherwise (1e-05, 1e+22).  It
- * always has a '.' or an exponent, so it stays a real when parsed again.
- * `d` is finite: jansson never holds NaN or infinities.
- */
+/* Append the shortest decimal text of `d` that reads back (strtod) as `d`,
+ * exactly as the daemon writes it (src/daemon/jsonw.h): "0.1", "2.0",
+ * "1e300", "1e-5".  It always has a '.' or an exponent, so it stays a real
+ * when parsed again. */
 static void put_real(tk_ctl_buf_t *b, double d)
 {
-    char sci[40]; /* "%.16e" of a double needs at most 24 bytes + NUL */
-    char fix[48]; /* positional form: at most 16 + 4 + 17 digits, sign, '.' */
-    int prec;
-    for (prec = 1; prec < 17; prec++) {
-        snprintf(sci, sizeof sci, "%.*e", prec - 1, d);
-        if (strtod(sci, NULL) == d)
-            break;
-    }
-    if (prec == 17)
-        snprintf(sci, sizeof sci, "%.16e", d);
-
-    const char *e = strchr(sci, 'e');
-    int exp10 = e ? atoi(e + 1) : 0;
-    if (exp10 >= -4 && exp10 < 16) {
-        int decimals = prec - 1 - exp10;
-        snprintf(fix, sizeof fix, "%.*f", decimals > 0 ? decimals : 0, d);
-        if (strtod(fix, NULL) == d) {
-            tk__ctl_buf_puts(b, fix);
-            if (!strchr(fix, '.'))
-                tk__ctl_buf_puts(b, ".0");
-            return;
-        }
-    }
-    /* Scientific: drop the mantissa's trailing zeros ("1.50e+22" -> "1.5e+22")
-     * and a bare '.'. */
-    size_t mant = e ? (size_t)(e - sci) : strlen(sci);
-    size_t keep = mant;
-    if (memchr(sci, '.', mant)) {
-        while (keep > 0 && sci[keep - 1] == '0')
-            keep--;
-        if (keep > 0 && sci[keep - 1] == '.')
-            keep--;
-    }
-    tk__ctl_buf_append(b, sci, keep);
-    tk__ctl_buf_puts(b, sci + mant);
+    char num[TKD_JSONW_REAL_MAX];
+    tk__ctl_buf_append(b, num, tkd_jsonw_real(num, d));
 }
 
 /* Newline plus `depth * indent` spaces (pretty mode only). */

@@ -3,6 +3,7 @@
  * invocation over the control socket, or a stream of event notifications.
  *
  *   tickctl [OPTIONS] METHOD [JSON-PARAMS | key=value ...]
+ *   tickctl [OPTIONS] stats
  *   tickctl [OPTIONS] --watch TOPIC[,TOPIC...]
  *
  * This command line is part of the protocol contract (PROTOCOL.md): the result
@@ -19,6 +20,11 @@
  * notification as one compact JSON line, flushed, until SIGINT/SIGTERM
  * (exit 0) or until tickd closes the connection (exit 1).
  *
+ * For people (human.c): `stats` sends engine.stats and prints one summary
+ * line (--json/--compact: the JSON); --watch prints stats events as a table
+ * when stdout is a terminal or with --table, JSON lines otherwise, so
+ * scripts reading a pipe see what they always saw.
+ *
  * What it deliberately does not do: know parameter names or types (tickd
  * validates them and answers -32602, which is printed), retry, reconnect, or
  * send batches.
@@ -34,6 +40,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "tickctl_int.h"
 #include "tickd/tickd.h" /* TICKD_VERSION only: tickctl does not link libtickd */
@@ -115,6 +122,9 @@ typedef struct ctl_opts {
     const char *watch;  /* --watch topic list, NULL = one request */
     double timeout;     /* seconds; 0 = wait forever */
     bool compact;       /* print the result on one line */
+    bool json;          /* --json: JSON even where people get text */
+    bool table;         /* --table: the stats table even on a pipe */
+    bool summary;       /* the `stats` command: engine.stats, one line */
     json_t *id;         /* request id, owned: integer or string */
     const char *method; /* METHOD (NULL with --watch) */
     int nargs;          /* parameter arguments after METHOD */
@@ -174,6 +184,7 @@ static void emit(const char *p, size_t n)
 static void print_help(void)
 {
     printf("Usage: tickctl [OPTIONS] METHOD [JSON-PARAMS | key=value ...]\n"
+           "       tickctl [OPTIONS] stats\n"
            "       tickctl [OPTIONS] --watch TOPIC[,TOPIC...]\n"
            "       tickctl [-s PATH] top [-n N] [--once] [--rows R]\n"
            "       tickctl [-s PATH] trace [--frames N] [-o FILE]\n"
@@ -194,6 +205,12 @@ static void print_help(void)
            "                        with --watch it bounds connecting and "
            "subscribing\n"
            "      --compact         print the result as one line of compact JSON\n"
+           "      --json            stats: print engine.stats as JSON, not the "
+           "summary;\n"
+           "                        --watch: JSON lines even on a terminal\n"
+           "      --table           --watch stats: a table even on a pipe (default "
+           "on a\n"
+           "                        terminal; JSON lines on a pipe)\n"
            "      --id VALUE        request id, an integer or a string (default 1)\n"
            "  -h, --help            print this help and exit\n"
            "      --version         print the version and exit\n"
@@ -207,6 +224,10 @@ static void print_help(void)
            "tick.group=post_physics tick.interval=0.5 sends\n"
            "{\"tick\":{\"group\":\"post_physics\",\"interval\":0.5}}.  A key may "
            "appear once.\n"
+           "\n"
+           "Commands:\n"
+           "  stats\n"
+           "      one line: TPS (1 s, 1 min), MSPT p50/p99/max, entities, overruns\n"
            "\n"
            "Methods ([...] optional; answered later = replies when done):\n");
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
@@ -245,6 +266,7 @@ static void print_help(void)
            "  tickctl world.step frames=10\n"
            "  tickctl timer.set rate=1 loop=true action='{\"method\":"
            "\"world.status\"}'\n"
+           "  tickctl stats\n"
            "  tickctl --compact engine.stats\n"
            "  tickctl --watch stats\n"
            "  tickctl -s /tmp/tickd.sock --watch overrun,slow_tick\n");
@@ -304,6 +326,8 @@ static void parse_args(int argc, char *argv[], ctl_opts_t *o)
         {"watch", required_argument, NULL, 'w'},
         {"timeout", required_argument, NULL, 't'},
         {"compact", no_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"table", no_argument, NULL, 'T'},
         {"id", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -334,6 +358,12 @@ static void parse_args(int argc, char *argv[], ctl_opts_t *o)
         }
         case 'c':
             o->compact = true;
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case 'T':
+            o->table = true;
             break;
         case 'i':
             id_text = optarg;
@@ -369,7 +399,17 @@ static void parse_args(int argc, char *argv[], ctl_opts_t *o)
             usage_error("METHOD is not valid UTF-8");
         o->nargs = argc - optind - 1;
         o->args = argv + optind + 1;
+        if (!strcmp(o->method, "stats")) {
+            if (o->nargs)
+                usage_error("stats takes no parameters (got '%s')", o->args[0]);
+            o->summary = true;
+            o->method = "engine.stats";
+        }
     }
+    if (o->json && o->table)
+        usage_error("--json and --table exclude each other");
+    if (o->table && !o->watch)
+        usage_error("--table goes with --watch stats");
 
     if (id_text) {
         char *err = NULL;
@@ -627,9 +667,13 @@ static int run_request(const ctl_opts_t *o)
         return TK_CTL_EXIT_FAIL;
     }
     tk_ctl_buf_t out = {0};
-    tk__ctl_json_append(&out, json_object_get(msg, "result"),
-                        o->compact ? 0 : PRETTY_INDENT);
-    tk__ctl_buf_putc(&out, '\n');
+    if (o->summary && !o->json && !o->compact) {
+        tk__ctl_stats_line(&out, json_object_get(msg, "result"));
+    } else {
+        tk__ctl_json_append(&out, json_object_get(msg, "result"),
+                            o->compact ? 0 : PRETTY_INDENT);
+        tk__ctl_buf_putc(&out, '\n');
+    }
     json_decref(msg);
     emit(out.data, out.len);
     tk__ctl_buf_free(&out);
@@ -716,10 +760,13 @@ static int run_watch(const ctl_opts_t *o)
     }
     json_decref(msg);
 
-    /* Subscribed: from here on only a signal or the server ends the watch. */
+    /* Subscribed: from here on only a signal or the server ends the watch.
+     * stats events become table rows for people (a terminal, or --table). */
     c.deadline_ns = 0;
     tk_ctl_buf_t out = {0};
     int status;
+    bool table = o->table || (!o->json && !o->compact && isatty(STDOUT_FILENO));
+    unsigned long rows = 0;
     for (;;) {
         const char *line;
         size_t len;
@@ -739,6 +786,14 @@ static int run_watch(const ctl_opts_t *o)
             continue;
         char *why = NULL;
         kind = parse_message(line, len, &msg, &why);
+        if (kind == MSG_NOTIFICATION && table &&
+            !strcmp(json_string_value(json_object_get(msg, "method")), "event.stats")) {
+            out.len = 0;
+            tk__ctl_stats_row(&out, json_object_get(msg, "params"), rows++);
+            emit(out.data, out.len);
+            json_decref(msg);
+            continue;
+        }
         if (kind == MSG_NOTIFICATION) {
             print_notification(msg, &out);
             json_decref(msg);

@@ -8,6 +8,7 @@
  *   util.c     growable byte buffer, must-succeed allocation, messages
  *   params.c   command-line arguments -> the request's "params" object
  *   jsonout.c  JSON text, pretty or compact, in the order the keys arrived
+ *   human.c    the summary line of `stats` and the --watch stats table
  *   conn.c     the Unix stream socket: connect, send, read one line at a time
  *   tickctl.c  options, --help, one request, --watch
  *
@@ -99,6 +100,26 @@ json_t *tk__ctl_value_parse(const char *text, char **err);
  * shortest text that reads back as the same double.  No trailing newline.
  */
 void tk__ctl_json_append(tk_ctl_buf_t *b, const json_t *v, int indent);
+
+/* ---- human.c ----------------------------------------------------------- */
+
+/* Rows of the --watch stats table between two headers. */
+#define TK_CTL_TABLE_EVERY 20
+
+/* `v` with ',' between thousands ("12,034") into buf (len >= 27 holds any). */
+void tk__ctl_thousands(char *buf, size_t len, uint64_t v);
+/*
+ * Append the one-line summary of an engine.stats result, newline included:
+ * "TPS 60.0 (1m 59.98) · MSPT 0.42/1.10/3.20 ms (p50/p99/max) · 12,034
+ * entities · 3 overruns".  Missing fields read as 0.
+ */
+void tk__ctl_stats_line(tk_ctl_buf_t *b, const json_t *stats);
+/*
+ * Append one row of the stats table for engine.stats `stats` (newline
+ * included), preceded by the header when `row` is a multiple of
+ * TK_CTL_TABLE_EVERY (row counts from 0).
+ */
+void tk__ctl_stats_row(tk_ctl_buf_t *b, const json_t *stats, unsigned long row);
 
 /* ---- conn.c ------------------------------------------------------------ */
 

@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <sys/types.h>
 
+#include "metrics.h"
 #include "tickd/alloc.h"
 #include "tickd/error.h"
 
@@ -132,6 +133,21 @@ static const tkd_config_key keys[] = {
 
     {"plugins", "load", TKD_CFG_LIST, "", 0, 0, false, F(plugins), "",
      "Shared objects whose entity classes are registered at start."},
+
+    {"metrics", "listen", TKD_CFG_LIST, "", 0, 0, false, F(metrics_listen), "",
+     "Addresses serving /metrics and /healthz over HTTP: IP:PORT, [IPv6]:PORT, "
+     "localhost:PORT, unix:/path or /path; empty = off."},
+    {"metrics", "healthz_min_tps", TKD_CFG_DOUBLE, "-1", -1, 100000, true,
+     F(metrics_healthz_min_tps), "TPS",
+     "/healthz answers 503 while TPS over the last second is below this; "
+     "negative = half the tick rate, 0 = no floor."},
+    {"metrics", "healthz_stall_s", TKD_CFG_DOUBLE, "5", 0.1, 3600, true,
+     F(metrics_healthz_stall_s), "s",
+     "/healthz answers 503 when no frame started for this long (at least two "
+     "frame periods)."},
+    {"metrics", "max_connections", TKD_CFG_UINT, "16", 1, 1024, true,
+     F(metrics_max_connections), "connections",
+     "HTTP connections served at once; more wait in the listen backlog."},
 
     {"log", "level", TKD_CFG_LEVEL, "info", 0, 0, true, F(log_level), "",
      "Messages above this level are dropped: error, warn, info or debug."},
@@ -540,7 +556,15 @@ static int parse_value(const tkd_config_key *k, const char *v, parsed *out,
         return 0;
     }
     case TKD_CFG_LIST:
-        return parse_list(v, &out->l, reason, rlen);
+        if (parse_list(v, &out->l, reason, rlen) != 0)
+            return TK_EINVAL;
+        for (size_t i = 0; !strcmp(k->section, "metrics") && i < out->l.count; i++) {
+            if (tkd_metrics_check_listen(out->l.items[i], reason, rlen) != 0) {
+                strlist_free(&out->l);
+                return TK_EINVAL;
+            }
+        }
+        return 0;
     case TKD_CFG_LEVEL:
         if (tk_log_level_parse(v, &out->lv) != 0) {
             snprintf(reason, rlen,

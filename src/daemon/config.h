@@ -105,6 +105,12 @@ typedef struct tkd_config {
     double autosave_s;          /* s between automatic saves; 0 = never       */
     /* [plugins] */
     tkd_strlist plugins;        /* shared objects with entity classes         */
+    /* [metrics] */
+    tkd_strlist metrics_listen; /* HTTP addresses of /metrics; empty = off    */
+    double metrics_healthz_min_tps; /* TPS floor of /healthz; < 0 = half the
+                                       tick rate, 0 = none                   */
+    double metrics_healthz_stall_s; /* s without a frame start: unhealthy     */
+    unsigned metrics_max_connections; /* HTTP connections at once            */
     /* [log] */
     tk_log_level log_level;     /* messages above this level are dropped      */
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "metrics.h"
 #include "snapshot.h"
 
 #define SPIN_NS 120000ull        /* the last stretch before a deadline is spun */
@@ -332,12 +333,10 @@ static void do_reload(tkd *d)
 static void exec_call(void *ud, tkd_call *call)
 {
     tkd *d = ud;
-    uint64_t t0 = tk_clock_now_ns();
     tkd_exec(d, call, tkd_call_method(call), tkd_call_params(call));
-    tkd_note_request(d, tkd_call_method(call), tk_clock_now_ns() - t0, false);
 }
 
-void tkd_note_request(tkd *d, const char *method, uint64_t ns, bool action)
+bool tkd_note_request(tkd *d, const char *method, uint64_t ns, bool action)
 {
     if (ns > d->cur_slowest.ns) {
         d->cur_slowest.ns = ns;
@@ -346,7 +345,7 @@ void tkd_note_request(tkd *d, const char *method, uint64_t ns, bool action)
     }
     double ms = (double)ns / 1e6;
     if (d->cfg.slow_request_ms <= 0 || ms < d->cfg.slow_request_ms)
-        return;
+        return false;
     d->slow_requests++;
     if (d->srv && subscribed(d, TKD_TOPIC_SLOW_REQUEST)) {
         json_t *p = json_object();
@@ -356,6 +355,7 @@ void tkd_note_request(tkd *d, const char *method, uint64_t ns, bool action)
         json_object_set_new(p, "frame", json_integer((json_int_t)tk_world_frame(d->world)));
         tkd_server_publish(d->srv, TKD_TOPIC_SLOW_REQUEST, p);
     }
+    return true;
 }
 
 /* Deferred commands at the frame's start: queued requests in arrival order,
@@ -454,6 +454,7 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
     (void)e;
     tkd *d = ud;
     tkd_methods_post_frame(d, f);
+    tkd_metrics_frame(d->metrics, f);
     if (subscribed(d, TKD_TOPIC_FRAME)) {
         json_t *p = json_object();
         json_object_set_new(p, "frame", json_integer((json_int_t)f->frame));
@@ -573,6 +574,8 @@ int tkd_init(tkd *d, char *err, size_t errlen)
         tkd_server_add_readonly(d->srv, d->cfg.readonly_socket, d->cfg.readonly_socket_mode, err,
                                 errlen) != 0)
         return -1;
+    if (tkd_metrics_new(d, &d->metrics, err, errlen) != 0)
+        return -1;
 
     d->sig_term = evsignal_new(d->base, SIGTERM, on_signal, d);
     d->sig_int = evsignal_new(d->base, SIGINT, on_signal, d);
@@ -626,6 +629,8 @@ void tkd_fini(tkd *d)
         tkd_server_close_all(d->srv, 2000);
     }
     tkd_logging_set_forward(NULL, NULL);
+    tkd_metrics_free(d->metrics);
+    d->metrics = NULL;
     if (d->srv)
         tkd_server_free(d->srv);
     if (d->sig_term)

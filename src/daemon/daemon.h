@@ -17,9 +17,11 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "jsonw.h"
 #include "logging.h"
 #include "notify.h"
 #include "profile.h"
+#include "reqstats.h"
 #include "server.h"
 #include "sim/sim.h"
 #include "tickd/tickd.h"
@@ -50,6 +52,8 @@ typedef struct tkd {
     /* counters for engine.stats */
     uint64_t action_runs;       /* timer actions run                          */
     uint64_t action_errors;     /* timer actions that failed                  */
+    tkd_reqstats reqstats;      /* per-method calls, errors and time          */
+    struct tkd_metrics *metrics; /* /metrics and /healthz (metrics.h), or NULL */
 
     tkd_ratelimit_t behind_rl;  /* "can't keep up" warnings                   */
 
@@ -108,9 +112,10 @@ json_t *tkd_timer_action(tkd *d, tk_timer_handle h);
 int tkd_timer_restore(tkd *d, tk_timer_handle h, double rate, bool loop, tk_timer_status status,
                       double remaining, uint64_t fired, const json_t *action);
 
-/* A request (call != NULL) or timer action took `ns` executing `method`:
- * count it if slow, publish slow_request, remember it for the lag log. */
-void tkd_note_request(tkd *d, const char *method, uint64_t ns, bool action);
+/* A request or (action) a timer action took `ns` executing `method`
+ * (tkd_exec calls this): remember it for the lag log, and if it is over
+ * [stats] slow_request_ms count it, publish slow_request and return true. */
+bool tkd_note_request(tkd *d, const char *method, uint64_t ns, bool action);
 
 /* The work split of a frame: {"requests","ticks","timers","tickables",
  * "ticker","other"} in ms (new reference). */

@@ -28,6 +28,7 @@ typedef struct req {
     const char *method;
     json_t *params; /* borrowed, may be NULL */
     bool answered;
+    int code;       /* error code answered with, 0 = none (reqstats) */
 } req;
 
 typedef enum { W_STEP, W_SPRINT } waiter_kind;
@@ -59,6 +60,7 @@ static void failv(req *r, int code, const char *fmt, va_list ap)
     char msg[TKD_ERR_MAX];
     vsnprintf(msg, sizeof msg, fmt, ap);
     r->answered = true;
+    r->code = code;
     if (r->call) {
         tkd_call_error(r->call, code, NULL, "%s", msg);
     } else {
@@ -266,6 +268,7 @@ json_t *tkd_stats_json(tkd *d)
     json_object_set_new(o, "events_dropped", jid(ss.events_dropped));
     json_object_set_new(o, "paused", json_boolean(t.paused));
     json_object_set_new(o, "rss_bytes", jid(rss_bytes()));
+    json_object_set_new(o, "methods", tkd_reqstats_json(&d->reqstats, tkd_method_names()));
     return o;
 }
 
@@ -301,7 +304,7 @@ static void m_engine_info(req *r)
     if (!d->info_text || rate != d->info_rate || fixed != d->info_fixed) {
         json_t *o = engine_info_json(d);
         free(d->info_text);
-        d->info_text = json_dumps(o, JSON_COMPACT);
+        d->info_text = tkd_jsonw_dump(o, JSON_COMPACT, NULL);
         json_decref(o);
         d->info_rate = rate;
         d->info_fixed = fixed;
@@ -1343,12 +1346,10 @@ static void action_fire(void *ud, tk_timer_handle h, tk_world_t *w)
     /* The action may clear this timer (freeing `ta`): hold the JSON. */
     json_t *act = json_incref(ta->action);
     const char *method = json_string_value(json_object_get(act, "method"));
-    uint64_t t0 = tk_clock_now_ns();
+    uint64_t t0 = tkd_prof_active(d->prof) ? tk_clock_now_ns() : 0;
     tkd_exec(d, NULL, method, json_object_get(act, "params"));
-    uint64_t ns = tk_clock_now_ns() - t0;
-    tkd_note_request(d, method, ns, true);
-    if (tkd_prof_active(d->prof))
-        tkd_prof_timer_action(d, method, t0, ns);
+    if (t0)
+        tkd_prof_timer_action(d, method, t0, tk_clock_now_ns() - t0);
     json_decref(act);
 }
 
@@ -1932,31 +1933,34 @@ bool tkd_method_readonly(const char *name)
 
 void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
 {
-    req r = {d, call, method, params, false};
-    if (d->cfg.max_memory && grows_state(method) && over_memory(d)) {
+    req r = {d, call, method, params, false, 0};
+    uint64_t t0 = tk_clock_now_ns();
+    size_t i = 0;
+    while (i < N_METHODS && strcmp(methods[i].name, method))
+        i++;
+    if (i == N_METHODS) {
+        fail(&r, -32601, "method not found: %s", method);
+    } else if (d->cfg.max_memory && grows_state(method) && over_memory(d)) {
         fail(&r, -32003,
              "memory limit: the daemon uses %llu MiB, over [world] max_memory (%llu MiB); "
              "%s is refused until it drops",
              (unsigned long long)(d->rss_cached >> 20),
              (unsigned long long)(d->cfg.max_memory >> 20), method);
-        return;
-    }
-    if (call && tkd_call_readonly(call) && !tkd_method_readonly(method)) {
+    } else if (call && tkd_call_readonly(call) && !tkd_method_readonly(method)) {
         fail(&r, -32005,
              "%s is not allowed on the read-only socket: use the control socket "
              "([control] socket)",
              method);
-        return;
+    } else {
+        methods[i].fn(&r);
+        if (!r.answered)
+            fail(&r, -32603, "internal error: %s did not answer", method);
     }
-    for (size_t i = 0; i < N_METHODS; i++) {
-        if (!strcmp(methods[i].name, method)) {
-            methods[i].fn(&r);
-            if (!r.answered)
-                fail(&r, -32603, "internal error: %s did not answer", method);
-            return;
-        }
-    }
-    fail(&r, -32601, "method not found: %s", method);
+    uint64_t ns = tk_clock_now_ns() - t0;
+    size_t k = i < N_METHODS ? i : TKD_REQSTATS_UNKNOWN;
+    tkd_reqstats_record(&d->reqstats, k, r.code, ns);
+    if (tkd_note_request(d, method, ns, call == NULL))
+        tkd_reqstats_slow(&d->reqstats, k);
 }
 
 /* ---- frame boundary: answered-later requests ------------------------------------------------ */

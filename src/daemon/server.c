@@ -57,6 +57,7 @@
 #include "tickd/error.h"
 #include "tickd/log.h"
 
+#include "jsonw.h"
 #include "rpc.h"
 #include "server.h"
 
@@ -247,15 +248,15 @@ static void json_text_release(const void *data, size_t len, void *extra)
  */
 static char *encode(json_t *msg, size_t *len)
 {
-    char *s = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *s = tkd_jsonw_dump(msg, JSON_COMPACT | JSON_ENCODE_ANY, len);
     if (!s) {
         tk_log_error("control socket: a response could not be encoded");
         json_t *e = tkd_rpc_error(NULL, TKD_RPC_INTERNAL_ERROR, NULL,
                                   "internal error: response could not be encoded");
-        s = e ? json_dumps(e, JSON_COMPACT) : NULL;
+        s = e ? tkd_jsonw_dump(e, JSON_COMPACT, NULL) : NULL;
         json_decref(e);
+        *len = s ? strlen(s) : 0;
     }
-    *len = s ? strlen(s) : 0;
     return s;
 }
 
@@ -732,7 +733,7 @@ void tkd_call_reply_text(tkd_call *call, const char *result_json)
         tkd_call_reply(call, res ? res : json_null());
         return;
     }
-    char *id = json_dumps(call->id, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *id = tkd_jsonw_dump(call->id, JSON_COMPACT | JSON_ENCODE_ANY, NULL);
     size_t n = strlen(result_json) + (id ? strlen(id) : 4) + 40;
     json_malloc_t m;
     json_free_t f;
@@ -1248,7 +1249,7 @@ static void reject(tkd_server *srv, int fd)
 {
     json_t *e = tkd_rpc_error(NULL, TKD_RPC_LIMIT, NULL, "too many clients (max %zu)",
                               srv->lim.max_clients);
-    char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    char *s = e ? tkd_jsonw_dump(e, JSON_COMPACT, NULL) : NULL;
     json_decref(e);
     if (s) {
         struct iovec iov[2] = {{s, strlen(s)}, {(void *)"\n", 1}};
@@ -1860,7 +1861,7 @@ int tkd_server_publish(tkd_server *srv, tkd_topic topic, json_t *params)
     char method[32];
     snprintf(method, sizeof method, "event.%s", topic_names[topic]);
     json_t *msg = tkd_rpc_notification(method, params);
-    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    char *text = msg ? tkd_jsonw_dump(msg, JSON_COMPACT, NULL) : NULL;
     json_decref(msg);
     if (!text)
         return 0;

@@ -839,7 +839,7 @@ static int write_all(int fd, const char *p, size_t n)
 int tkd_snapshot_save(tkd *d, const char *path, json_t **info, char *err, size_t errlen)
 {
     json_t *doc = tkd_snapshot_build(d);
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *text = tkd_jsonw_dump(doc, JSON_COMPACT, NULL); /* shortest reals */
     if (!text) {
         json_decref(doc);
         snprintf(err, errlen, "cannot encode the snapshot");
