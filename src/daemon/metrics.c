@@ -383,6 +383,23 @@ static void exposition(tkd_metrics *m, struct evbuffer *b)
     put_num(b, m->work_s);
     evbuffer_add_printf(b, "\ntickd_frame_work_seconds_count %" PRIu64 "\n", m->frames);
 
+    head(b, "tickd_frame_gap_max_seconds", "gauge",
+         "Largest gap between two frame starts over the last 10 s (what clients feel).");
+    sample(b, "tickd_frame_gap_max_seconds", NULL, NULL, num(st, "gap_max_ms_10s") / 1e3);
+    head(b, "tickd_last_frame_work_seconds", "gauge",
+         "The last frame's work by part: requests, ticks, timers, tickables, ticker, other.");
+    json_t *split = json_object_get(st, "split_ms");
+    static const char *const parts[] = {"requests", "ticks", "timers", "tickables", "ticker",
+                                        "other"};
+    for (size_t i = 0; i < 6; i++)
+        sample(b, "tickd_last_frame_work_seconds", "part", parts[i], num(split, parts[i]) / 1e3);
+    head(b, "tickd_slow_requests_total", "counter",
+         "Requests and timer actions over [stats] slow_request_ms.");
+    sample(b, "tickd_slow_requests_total", NULL, NULL, num(st, "slow_requests"));
+    head(b, "tickd_log_suppressed_total", "counter",
+         "Log messages suppressed by flood control.");
+    sample(b, "tickd_log_suppressed_total", NULL, NULL, num(st, "log_suppressed"));
+
     head(b, "tickd_entities", "gauge", "Live entities.");
     sample(b, "tickd_entities", NULL, NULL, num(st, "entities"));
     head(b, "tickd_tick_functions", "gauge", "Registered tick functions by state.");
@@ -428,6 +445,12 @@ static void exposition(tkd_metrics *m, struct evbuffer *b)
     head(b, "tickd_connections_rejected_total", "counter",
          "Control socket connections refused over control.max_clients.");
     sample(b, "tickd_connections_rejected_total", NULL, NULL, (double)ss.rejected);
+    head(b, "tickd_client_timeouts_total", "counter",
+         "Clients closed by control.idle_timeout_s or control.line_timeout_s.");
+    sample(b, "tickd_client_timeouts_total", NULL, NULL, (double)ss.timeouts);
+    head(b, "tickd_requests_refused_input_total", "counter",
+         "Requests refused over control.max_input.");
+    sample(b, "tickd_requests_refused_input_total", NULL, NULL, (double)ss.input_refused);
     head(b, "tickd_events_sent_total", "counter", "Event notifications queued to subscribers.");
     sample(b, "tickd_events_sent_total", NULL, NULL, (double)ss.events_sent);
     head(b, "tickd_events_dropped_total", "counter",
