@@ -350,6 +350,14 @@ uint64_t tks_level_entities(const tks_sim *s, tk_level_id level)
     return i < s->n_level_counts ? s->level_counts[i] : 0;
 }
 
+/* Live timers of the world (life spans count against TK_TIMER_MAX). */
+static uint64_t timers_live(const tks_sim *s)
+{
+    tk_timer_counts tc;
+    tk_timer_get_counts(s->w, &tc);
+    return (uint64_t)tc.active + tc.paused + tc.pending;
+}
+
 /* ---- the plugin host ---------------------------------------------------------------- */
 
 static int errf(char err[TKS_ERR_MAX], int code, const char *fmt, ...)
@@ -952,6 +960,10 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
     if (s->live + *total > s->max_entities)
         return errf(err, TK_ELIMIT, "%s%scount: would exceed world.max_entities (%llu live, max %llu)",
                     p, dot, (unsigned long long)s->live, (unsigned long long)s->max_entities);
+    if (r->life_span > 0 && timers_live(s) + r->count > TK_TIMER_MAX)
+        return errf(err, TK_ELIMIT,
+                    "%s%slife_span: %llu life-span timers would exceed the timer limit (%u)", p,
+                    dot, (unsigned long long)r->count, (unsigned)TK_TIMER_MAX);
     return 0;
 }
 
@@ -1096,6 +1108,14 @@ static tk_tick_id register_tick(tks_sim *s, tks_obj *o, tk_level_id level,
     return id;
 }
 
+/* The timer rate of a life span (> 0 s).  As Unreal's SetLifeSpan, a span
+ * shorter than the timer manager's 1 ns resolution still destroys the entity,
+ * at the next timer tick, rather than being refused. */
+static double life_rate(double span)
+{
+    return tk_s_to_ns(span) < 1 ? 1e-9 : span;
+}
+
 static void life_expired(void *ud, tk_timer_handle h, tk_world_t *w)
 {
     (void)h;
@@ -1195,7 +1215,7 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
                 ccls[i]->p->create(&e->comps[i]->obj, &ctx);
         if (r->life_span > 0) {
             tk_timer_desc td = {0};
-            td.rate = r->life_span;
+            td.rate = life_rate(r->life_span);
             td.first_delay = -1;
             td.fn = life_expired;
             td.ud = (void *)(uintptr_t)id;
@@ -1678,6 +1698,9 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
         return errf(err, TK_EINVAL, "class: unknown class '%s'", r->cls ? r->cls : "");
     if (tks__entity(s, r->id))
         return errf(err, TK_EEXIST, "id: entity %llu exists", (unsigned long long)r->id);
+    if (r->life_remaining >= 0 && timers_live(s) >= TK_TIMER_MAX)
+        return errf(err, TK_ELIMIT, "life_span: the timer limit (%u) is reached",
+                    (unsigned)TK_TIMER_MAX);
     tk_level_id level = TK_LEVEL_PERSISTENT;
     if (r->level && tk_level_find(s->w, r->level, &level) != 0)
         return errf(err, TK_ENOENT, "level: level '%s' does not exist", r->level);
@@ -1725,7 +1748,7 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
                    &e->comps[i]->spec_kept);
     if (r->life_remaining >= 0) {
         tk_timer_desc td = {0};
-        td.rate = r->life_remaining > 0 ? r->life_remaining : 1e-9;
+        td.rate = life_rate(r->life_remaining);
         td.first_delay = -1;
         td.fn = life_expired;
         td.ud = (void *)(uintptr_t)r->id;

