@@ -25,7 +25,7 @@ static void assert_serving(tkit_conn *c)
     ck_assert(tkit_find(st, "frame") != NULL);
 }
 
-/* A snapshot document: `entities`, `timers` are JSON arrays' contents. */
+/* A paused world's snapshot: `entities`, `timers` are the arrays' contents. */
 static const char *snapshot_text(unsigned long long next_id, const char *entities,
                                  const char *timers)
 {
@@ -35,7 +35,7 @@ static const char *snapshot_text(unsigned long long next_id, const char *entitie
     snprintf(s, n,
              "{\"format\":\"tickd-snapshot\",\"version\":1,\"world\":{\"frame\":0,"
              "\"world_time\":0.0,\"unpaused_time\":0.0,\"real_time\":0.0,\"time_dilation\":1.0,"
-             "\"paused\":false,\"next_id\":%llu},\"levels\":[\"persistent\"],"
+             "\"paused\":true,\"next_id\":%llu},\"levels\":[\"persistent\"],"
              "\"entities\":[%s],\"timers\":[%s],\"tickables\":[]}",
              next_id, entities, timers);
     return s; /* freed at exit */
@@ -86,7 +86,6 @@ START_TEST(hostile_tiny_life_span)
         snapshot_text(2, "{\"id\":1,\"class\":\"counter\",\"life_span\":1e-10," SNAP_TICK "}", ""));
     tkit_assert_result(r);
     tkit_ok(c, "entity.get", "{\"id\":1}");
-    tkit_ok(c, "world.pause", NULL);
     tkit_ok(c, "world.step", "{\"frames\":2}");
     tkit_err(c, TKIT_NOT_FOUND, NULL, "entity.get", "{\"id\":1}");
     tkit_finish(d);
