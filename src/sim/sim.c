@@ -4,9 +4,11 @@
  *
  * Storage: entities are individually allocated records (obj header, id,
  * components, life-span timer, level, dilation, then the class state), found
- * by id through a table of 4096-id chunks; a chunk is freed when every id in
- * it is dead, so churn does not grow memory.  Ids come from a counter that
- * only grows.
+ * by id through an open-addressing hash table, and listed in id order from
+ * an array of pointers (holes where entities died, compacted when they are
+ * half of it).  Both are proportional to the live entities, never to the
+ * ids' values: a snapshot may name any id below 2^53.  Ids come from a
+ * counter that only grows.
  *
  * Every mutating call validates the whole request first, then applies it;
  * applying cannot fail except by running out of memory, which aborts
@@ -29,22 +31,25 @@
         }                                                                      \
     } while (0)
 
-#define CHUNK_BITS 12
-#define CHUNK (1u << CHUNK_BITS)
 #define MAX_NESTING 8
 
-typedef struct idchunk {
-    tks_entity *e[CHUNK];
-    uint32_t live;
-} idchunk;
+typedef struct idslot {
+    tks_id id;                 /* 0 = empty */
+    tks_entity *e;
+} idslot;
 
 struct tks_sim {
     tk_engine_t *engine;
     tk_world_t *w;
     tks_class **classes;       /* registered classes (stable addresses) */
     size_t n_classes;
-    idchunk **chunks;          /* by id >> CHUNK_BITS */
-    size_t n_chunks;
+    idslot *ids;               /* id -> entity, open addressing (load <= 1/2) */
+    size_t ids_cap;            /* power of two, 0 = none yet                  */
+    tks_entity **ord;          /* entities by id; NULL where one died          */
+    size_t n_ord, cap_ord, n_ord_dead;
+    tks_id ord_max;            /* largest id appended to ord                   */
+    bool ord_unsorted;         /* an id below ord_max was appended (restores)  */
+    int iterating;             /* walks of ord under way: no compaction        */
     tks_id next_id;            /* next id to give (ids start at 1) */
     uint64_t live;
     uint64_t max_entities;
@@ -225,16 +230,11 @@ void tks_free(tks_sim *s)
     for (size_t i = 0; i < s->n_tickables; i++)
         tk_tickable_remove(s->w, s->tickables[i]);
     tk_free(s->tickables);
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        idchunk *ch = s->chunks[c];
-        if (!ch)
-            continue;
-        for (size_t i = 0; i < CHUNK; i++)
-            if (ch->e[i])
-                free_entity_mem(s, ch->e[i]);
-        tk_free(ch);
-    }
-    tk_free(s->chunks);
+    for (size_t i = 0; i < s->n_ord; i++)
+        if (s->ord[i])
+            free_entity_mem(s, s->ord[i]);
+    tk_free(s->ord);
+    tk_free(s->ids);
     tk_free(s->nospec);
     tk_free(s->level_counts);
     for (size_t i = 0; i < s->n_classes; i++)
@@ -289,12 +289,25 @@ const char *tks_class_origin(const tks_class *c) { return c->origin; }
 
 /* ---- ids ---------------------------------------------------------------------- */
 
+static inline size_t id_hash(tks_id id)
+{
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    return (size_t)id;
+}
+
 static tks_entity *tks__entity(tks_sim *s, tks_id id)
 {
-    size_t c = (size_t)(id >> CHUNK_BITS);
-    if (id == 0 || c >= s->n_chunks || !s->chunks[c])
+    if (id == 0 || !s->ids_cap)
         return NULL;
-    return s->chunks[c]->e[id & (CHUNK - 1)];
+    size_t m = s->ids_cap - 1, h = id_hash(id) & m;
+    while (s->ids[h].id) {
+        if (s->ids[h].id == id)
+            return s->ids[h].e;
+        h = (h + 1) & m;
+    }
+    return NULL;
 }
 
 const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
@@ -302,33 +315,97 @@ const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
     return tks__entity((tks_sim *)s, id);
 }
 
+static void ids_insert_raw(tks_sim *s, tks_id id, tks_entity *e)
+{
+    size_t m = s->ids_cap - 1, h = id_hash(id) & m;
+    while (s->ids[h].id)
+        h = (h + 1) & m;
+    s->ids[h].id = id;
+    s->ids[h].e = e;
+}
+
+/* Close the holes of ord (only when no walk is under way). */
+static void ord_compact(tks_sim *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_ord; i++) {
+        if (s->ord[i]) {
+            s->ord[k] = s->ord[i];
+            s->ord[k]->ord = k;
+            k++;
+        }
+    }
+    s->n_ord = k;
+    s->n_ord_dead = 0;
+}
+
+static int ord_cmp(const void *a, const void *b)
+{
+    tks_id x = (*(tks_entity *const *)a)->id, y = (*(tks_entity *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* Before a walk in id order: ord sorted (restores may append out of order). */
+static void ord_prepare(tks_sim *s)
+{
+    if (!s->ord_unsorted || s->iterating)
+        return;
+    ord_compact(s);
+    qsort(s->ord, s->n_ord, sizeof *s->ord, ord_cmp);
+    for (size_t i = 0; i < s->n_ord; i++)
+        s->ord[i]->ord = i;
+    s->ord_unsorted = false;
+}
+
 static void id_put(tks_sim *s, tks_id id, tks_entity *e)
 {
-    size_t c = (size_t)(id >> CHUNK_BITS);
-    if (c >= s->n_chunks) {
-        size_t n = s->n_chunks ? s->n_chunks : 16;
-        while (n <= c)
-            n *= 2;
-        s->chunks = tk_realloc(s->chunks, n * sizeof *s->chunks);
-        memset(s->chunks + s->n_chunks, 0, (n - s->n_chunks) * sizeof *s->chunks);
-        s->n_chunks = n;
+    if ((s->live + 1) * 2 > s->ids_cap) {
+        idslot *old = s->ids;
+        size_t ocap = s->ids_cap;
+        s->ids_cap = ocap ? ocap * 2 : 64;
+        s->ids = tk_calloc(s->ids_cap, sizeof *s->ids);
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].id)
+                ids_insert_raw(s, old[i].id, old[i].e);
+        tk_free(old);
     }
-    if (!s->chunks[c])
-        s->chunks[c] = tk_calloc(1, sizeof(idchunk));
-    s->chunks[c]->e[id & (CHUNK - 1)] = e;
-    s->chunks[c]->live++;
+    ids_insert_raw(s, id, e);
+    if (!s->iterating && s->n_ord_dead > 64 && s->n_ord_dead * 2 > s->n_ord)
+        ord_compact(s);
+    if (s->n_ord == s->cap_ord) {
+        s->cap_ord = s->cap_ord ? s->cap_ord * 2 : 64;
+        s->ord = tk_realloc(s->ord, s->cap_ord * sizeof *s->ord);
+    }
+    if (id < s->ord_max)
+        s->ord_unsorted = true;
+    else
+        s->ord_max = id;
+    e->ord = s->n_ord;
+    s->ord[s->n_ord++] = e;
 }
 
 static void id_drop(tks_sim *s, tks_id id)
 {
-    size_t c = (size_t)(id >> CHUNK_BITS);
-    idchunk *ch = s->chunks[c];
-    ch->e[id & (CHUNK - 1)] = NULL;
-    /* A chunk whose ids are all given out and dead will never be used again. */
-    if (--ch->live == 0 && ((tks_id)(c + 1) << CHUNK_BITS) <= s->next_id) {
-        tk_free(ch);
-        s->chunks[c] = NULL;
+    size_t m = s->ids_cap - 1, i = id_hash(id) & m;
+    while (s->ids[i].id != id)
+        i = (i + 1) & m;
+    tks_entity *e = s->ids[i].e;
+    s->ord[e->ord] = NULL;
+    s->n_ord_dead++;
+    /* Backward-shift deletion: no tombstones, lookups stay short. */
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!s->ids[j].id)
+            break;
+        size_t h = id_hash(s->ids[j].id) & m;
+        if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+            continue;
+        s->ids[i] = s->ids[j];
+        i = j;
     }
+    s->ids[i].id = 0;
+    s->ids[i].e = NULL;
 }
 
 static uint64_t *level_count(tks_sim *s, tk_level_id level)
@@ -459,18 +536,19 @@ static void api_for_each(const tkp_ctx *c, const tkp_class *cls, void (*fn)(void
                          void *ud)
 {
     tks_sim *s = c->host;
-    for (size_t k = 0; k < s->n_chunks; k++) {
-        for (size_t i = 0; i < CHUNK && s->chunks[k]; i++) {
-            tks_entity *e = s->chunks[k]->e[i];
-            if (!e)
-                continue;
-            if (e->obj.cls->p == cls)
-                fn(ud, &e->obj);
-            for (uint16_t j = 0; j < e->n_comps; j++)
-                if (e->comps[j]->obj.cls->p == cls)
-                    fn(ud, &e->comps[j]->obj);
-        }
+    ord_prepare(s);
+    s->iterating++;
+    for (size_t i = 0; i < s->n_ord; i++) {
+        tks_entity *e = s->ord[i];
+        if (!e)
+            continue;
+        if (e->obj.cls->p == cls)
+            fn(ud, &e->obj);
+        for (uint16_t j = 0; j < e->n_comps; j++)
+            if (e->comps[j]->obj.cls->p == cls)
+                fn(ud, &e->comps[j]->obj);
     }
+    s->iterating--;
     for (size_t i = 0; i < s->n_tickables; i++) {
         tk_tickable_info info;
         if (tk_tickable_get(s->w, s->tickables[i], &info) != 0 || !info.ud)
@@ -960,6 +1038,9 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
     if (s->live + *total > s->max_entities)
         return errf(err, TK_ELIMIT, "%s%scount: would exceed world.max_entities (%llu live, max %llu)",
                     p, dot, (unsigned long long)s->live, (unsigned long long)s->max_entities);
+    /* Ids stay JSON-safe integers (below 2^53). */
+    if (s->next_id + *total > (1ull << 53))
+        return errf(err, TK_ELIMIT, "%s%scount: entity ids would pass 2^53", p, dot);
     if (r->life_span > 0 && timers_live(s) + r->count > TK_TIMER_MAX)
         return errf(err, TK_ELIMIT,
                     "%s%slife_span: %llu life-span timers would exceed the timer limit (%u)", p,
@@ -1289,16 +1370,14 @@ int tks_level_remove(tks_sim *s, const char *name, char err[TKS_ERR_MAX])
         return errf(err, TK_ENOENT, "name: level '%s' does not exist", name ? name : "");
     if (l == TK_LEVEL_PERSISTENT)
         return errf(err, TK_ESTATE, "name: the persistent level cannot be removed");
-    for (size_t c = 0; c < s->n_chunks && tks_level_entities(s, l); c++) {
-        idchunk *ch = s->chunks[c];
-        if (!ch)
-            continue;
-        for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
-            tks_entity *e = s->chunks[c]->e[i];
-            if (e && e->level == l)
-                destroy_one(s, e);
-        }
+    ord_prepare(s);
+    s->iterating++;
+    for (size_t i = 0; i < s->n_ord && tks_level_entities(s, l); i++) {
+        tks_entity *e = s->ord[i];
+        if (e && e->level == l)
+            destroy_one(s, e);
     }
+    s->iterating--;
     int rc = tk_level_remove(s->w, l);
     if (rc)
         return errf(err, rc, "name: %s", tk_world_last_error(s->w));
@@ -1447,26 +1526,27 @@ uint64_t tks_entity_list(const tks_sim *s, tk_level_id level, const tks_class *c
                          uint64_t offset, uint64_t limit,
                          void (*fn)(void *ud, const tks_entity *e), void *ud)
 {
+    /* Sorting a restored world's list is a cache, not a change. */
+    tks_sim *ms = (tks_sim *)s;
+    ord_prepare(ms);
     uint64_t total = 0;
     bool unfiltered = level == TK_LEVEL_NONE && !cls;
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        const idchunk *ch = s->chunks[c];
-        if (!ch)
-            continue;
-        /* Without filters whole chunks before `offset` are skipped by count. */
-        if (unfiltered && total + ch->live <= offset) {
-            total += ch->live;
-            continue;
-        }
-        for (size_t i = 0; i < CHUNK; i++) {
-            const tks_entity *e = ch->e[i];
-            if (!e || (level != TK_LEVEL_NONE && e->level != level) || (cls && e->obj.cls != cls))
-                continue;
-            if (total >= offset && total - offset < limit && fn)
-                fn(ud, e);
-            total++;
-        }
+    size_t i = 0;
+    /* Without filters and holes the entities before `offset` are skipped. */
+    if (unfiltered && s->n_ord_dead == 0 && !s->ord_unsorted) {
+        total = offset < s->n_ord ? offset : s->n_ord;
+        i = (size_t)total;
     }
+    ms->iterating++;
+    for (; i < s->n_ord; i++) {
+        const tks_entity *e = s->ord[i];
+        if (!e || (level != TK_LEVEL_NONE && e->level != level) || (cls && e->obj.cls != cls))
+            continue;
+        if (total >= offset && total - offset < limit && fn)
+            fn(ud, e);
+        total++;
+    }
+    ms->iterating--;
     return total;
 }
 
@@ -1669,13 +1749,14 @@ void tks_clear(tks_sim *s)
     for (size_t i = 0; i < s->n_tickables; i++)
         tk_tickable_remove(s->w, s->tickables[i]);
     s->n_tickables = 0;
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
-            tks_entity *e = s->chunks[c]->e[i];
-            if (e)
-                destroy_one(s, e);
-        }
-    }
+    s->iterating++;
+    for (size_t i = 0; i < s->n_ord; i++)
+        if (s->ord[i])
+            destroy_one(s, s->ord[i]);
+    s->iterating--;
+    ord_compact(s);
+    s->ord_unsorted = false;
+    s->ord_max = 0;
 }
 
 static void restore_fn(tks_sim *s, tks_obj *o, tk_level_id level, const tks_fn_restore *fr,
@@ -1762,20 +1843,21 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
 void tks_restore_done(tks_sim *s)
 {
     tkp_ctx ctx = make_ctx(s, NULL);
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
-            tks_entity *e = s->chunks[c]->e[i];
-            if (!e)
-                continue;
-            if (e->obj.cls->p->create)
-                e->obj.cls->p->create(&e->obj, &ctx);
-            for (uint16_t k = 0; k < e->n_comps; k++) {
-                tks_obj *o = &e->comps[k]->obj;
-                if (o->cls->p->create)
-                    o->cls->p->create(o, &ctx);
-            }
+    ord_prepare(s);
+    s->iterating++;
+    for (size_t i = 0; i < s->n_ord; i++) {
+        tks_entity *e = s->ord[i];
+        if (!e)
+            continue;
+        if (e->obj.cls->p->create)
+            e->obj.cls->p->create(&e->obj, &ctx);
+        for (uint16_t k = 0; k < e->n_comps; k++) {
+            tks_obj *o = &e->comps[k]->obj;
+            if (o->cls->p->create)
+                o->cls->p->create(o, &ctx);
         }
     }
+    s->iterating--;
 }
 
 int tks_tickable_restore(tks_sim *s, const char *cls, const tk_tickable_desc *desc,

@@ -143,6 +143,52 @@ START_TEST(hostile_deep_prerequisite_chain)
 }
 END_TEST
 
+/* ---- ids never size memory ---------------------------------------------------------- */
+
+static long long rss_kib(tkit_daemon *d)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)tkit_pid(d));
+    const char *st = tkit_slurp(path);
+    ck_assert(st != NULL);
+    const char *v = strstr(st, "VmRSS:");
+    ck_assert(v != NULL);
+    return atoll(v + 6);
+}
+
+START_TEST(hostile_huge_ids_cost_nothing)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    char ents[2048];
+    snprintf(ents, sizeof ents,
+             "{\"id\":68719476736,\"class\":\"counter\"," SNAP_TICK "},"
+             "{\"id\":8999999999999999,\"class\":\"counter\"," SNAP_TICK "},"
+             "{\"id\":3,\"class\":\"counter\"," SNAP_TICK "}");
+    /* 2^36, 9e15 - 1 and 3 (out of order), next id 9e15. */
+    json_t *r = load_text(d, c, "ids.json", snapshot_text(9000000000000000ull, ents, ""));
+    tkit_assert_result(r);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "entity.get", "{\"id\":68719476736}"), "id"),
+                     68719476736ll);
+    json_t *sp = tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":2}");
+    ck_assert_int_eq(tkit_geti(sp, "ids[0]"), 9000000000000000ll);
+    json_t *l = tkit_ok(c, "entity.list", NULL);
+    ck_assert_int_eq(tkit_geti(l, "total"), 5);
+    ck_assert_int_eq(tkit_geti(l, "ids[0]"), 3);
+    ck_assert_int_eq(tkit_geti(l, "ids[1]"), 68719476736ll);
+    ck_assert_int_eq(tkit_geti(l, "ids[4]"), 9000000000000001ll);
+    /* Memory follows the five entities, not the ids' values. */
+    ck_assert_msg(rss_kib(d) < 64 * 1024, "RSS %lld KiB after loading 3 entities", rss_kib(d));
+    tkit_ok(c, "entity.destroy", "{\"ids\":[68719476736]}");
+    tkit_err(c, TKIT_NOT_FOUND, NULL, "entity.get", "{\"id\":68719476736}");
+    /* Past 2^53: refused with the field named, the world unchanged. */
+    r = load_text(d, c, "big.json", snapshot_text(9007199254740993ull, "", ""));
+    tkit_assert_error(r, TKIT_INVALID_PARAMS, "next_id");
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "entity.list", NULL), "total"), 4);
+    tkit_finish(d);
+}
+END_TEST
+
 static Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
@@ -150,6 +196,7 @@ static Suite *hostile_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, hostile_tiny_life_span);
     tcase_add_test(tc, hostile_deep_prerequisite_chain);
+    tcase_add_test(tc, hostile_huge_ids_cost_nothing);
     suite_add_tcase(s, tc);
     return s;
 }
