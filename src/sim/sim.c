@@ -50,6 +50,12 @@ struct tks_sim {
     tks_id ord_max;            /* largest id appended to ord                   */
     bool ord_unsorted;         /* an id below ord_max was appended (restores)  */
     int iterating;             /* walks of ord under way: no compaction        */
+    uint64_t max_tick_functions; /* registered at once (world.max_tick_functions) */
+    uint64_t max_template_bytes; /* held by spawn props (world.max_template_bytes) */
+    uint64_t tmpl_bytes;       /* bytes, spawn templates held now               */
+    struct share { const tks_spawn_req *src; struct tmpl *t; } *share;
+    size_t n_share, cap_share; /* templates made by the spawn under way         */
+    bool sharing;              /* a spawn is applying props: share templates    */
     tks_id next_id;            /* next id to give (ids start at 1) */
     uint64_t live;
     uint64_t max_entities;
@@ -189,6 +195,10 @@ tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg)
     s->w = tk_engine_world(engine);
     s->next_id = 1;
     s->max_entities = cfg && cfg->max_entities ? cfg->max_entities : UINT64_MAX;
+    s->max_tick_functions =
+        cfg && cfg->max_tick_functions ? cfg->max_tick_functions : UINT64_MAX;
+    s->max_template_bytes =
+        cfg && cfg->max_template_bytes ? cfg->max_template_bytes : UINT64_MAX;
     tk_world_set_user(s->w, s);
     tk_world_set_tick_namer(s->w, tick_namer, s);
     for (size_t i = 0; i < tks_n_builtin_classes; i++) {
@@ -235,6 +245,7 @@ void tks_free(tks_sim *s)
             free_entity_mem(s, s->ord[i]);
     tk_free(s->ord);
     tk_free(s->ids);
+    tk_free(s->share);
     tk_free(s->nospec);
     tk_free(s->level_counts);
     for (size_t i = 0; i < s->n_classes; i++)
@@ -254,6 +265,15 @@ void tks__keep_handle(tks_sim *s, void *handle)
 }
 
 void tks_set_max_entities(tks_sim *s, uint64_t max) { s->max_entities = max ? max : UINT64_MAX; }
+void tks_set_max_tick_functions(tks_sim *s, uint64_t max)
+{
+    s->max_tick_functions = max ? max : UINT64_MAX;
+}
+void tks_set_max_template_bytes(tks_sim *s, uint64_t max)
+{
+    s->max_template_bytes = max ? max : UINT64_MAX;
+}
+uint64_t tks_template_bytes(const tks_sim *s) { return s->tmpl_bytes; }
 tk_engine_t *tks_engine(const tks_sim *s) { return s->engine; }
 tk_world_t *tks_world(const tks_sim *s) { return s->w; }
 void tks_set_on_destroy(tks_sim *s, void (*fn)(void *, tks_id), void *ud)
@@ -435,6 +455,85 @@ static uint64_t timers_live(const tks_sim *s)
     return (uint64_t)tc.active + tc.paused + tc.pending;
 }
 
+/* A spawn template held by TKP_PROP_SPAWN fields (tkp_spawn_ref.tmpl): one
+ * copy per spawn request, shared by every entity that request made (20,000
+ * spawners of a 100 KB template hold 100 KB, not 2 GB), freed with the last
+ * field that holds it.  Its bytes count against world.max_template_bytes. */
+typedef struct tmpl {
+    size_t refs;          /* fields holding it                          */
+    uint64_t bytes;       /* bytes of the copy (tmpl_req_bytes)         */
+    uint64_t *acct;       /* the sim's tmpl_bytes                       */
+    tks_spawn_req *req;   /* the copy                                   */
+} tmpl;
+
+static uint64_t props_bytes(const tks_prop_kv *kv, size_t n);
+
+/* Bytes a copy of `r` holds (nesting is bounded by MAX_NESTING). */
+static uint64_t tmpl_req_bytes(const tks_spawn_req *r)
+{
+    uint64_t b = sizeof(tmpl) + sizeof *r + (r->cls ? strlen(r->cls) + 1 : 0) +
+                 (r->level ? strlen(r->level) + 1 : 0) + r->n_prereqs * sizeof(tks_id) +
+                 r->n_components * sizeof(tks_component_req) + props_bytes(r->props, r->n_props);
+    for (size_t i = 0; i < r->n_components; i++)
+        b += (r->components[i].cls ? strlen(r->components[i].cls) + 1 : 0) +
+             props_bytes(r->components[i].props, r->components[i].n_props);
+    return b;
+}
+
+static uint64_t props_bytes(const tks_prop_kv *kv, size_t n)
+{
+    uint64_t b = n * sizeof *kv;
+    for (size_t i = 0; i < n; i++) {
+        b += kv[i].key ? strlen(kv[i].key) + 1 : 0;
+        if (kv[i].v.type == TKS_V_STRING && kv[i].v.str)
+            b += strlen(kv[i].v.str) + 1;
+        else if (kv[i].v.type == TKS_V_IDS)
+            b += kv[i].v.n_ids * sizeof(tks_id);
+        else if (kv[i].v.type == TKS_V_SPAWN && kv[i].v.spawn)
+            b += tmpl_req_bytes(kv[i].v.spawn);
+    }
+    return b;
+}
+
+/* The template for `src`: the one this spawn made already, or a new copy. */
+static tmpl *tmpl_share(tks_sim *s, const tks_spawn_req *src)
+{
+    for (size_t i = 0; s && s->sharing && i < s->n_share; i++) {
+        if (s->share[i].src == src) {
+            s->share[i].t->refs++;
+            return s->share[i].t;
+        }
+    }
+    tmpl *t = tk_malloc(sizeof *t);
+    t->refs = 1;
+    t->req = tks_spawn_req_clone(src);
+    t->bytes = tmpl_req_bytes(src);
+    t->acct = s ? &s->tmpl_bytes : NULL;
+    if (t->acct)
+        *t->acct += t->bytes;
+    if (s && s->sharing) {
+        if (s->n_share == s->cap_share) {
+            s->cap_share = s->cap_share ? s->cap_share * 2 : 8;
+            s->share = tk_realloc(s->share, s->cap_share * sizeof *s->share);
+        }
+        s->share[s->n_share].src = src;
+        s->share[s->n_share].t = t;
+        s->n_share++;
+    }
+    return t;
+}
+
+static void tmpl_release(void *p)
+{
+    tmpl *t = p;
+    if (!t || --t->refs)
+        return;
+    if (t->acct)
+        *t->acct -= t->bytes;
+    tks_spawn_req_free(t->req);
+    tk_free(t);
+}
+
 /* ---- the plugin host ---------------------------------------------------------------- */
 
 static int errf(char err[TKS_ERR_MAX], int code, const char *fmt, ...)
@@ -589,7 +688,7 @@ static int api_spawn(const tkp_ctx *c, tkp_obj *o, const tkp_spawn_ref *ref, cha
     char e[TKS_ERR_MAX] = "";
     tks_id first;
     int rc = ref->self ? spawn_self(s, o, e)
-                       : ref->tmpl ? tks_spawn(s, ref->tmpl, &first, e)
+                       : ref->tmpl ? tks_spawn(s, ((tmpl *)ref->tmpl)->req, &first, e)
                                    : (snprintf(e, sizeof e, "nothing to spawn"), TK_EINVAL);
     if (rc && err && errlen)
         snprintf(err, errlen, "%s", e);
@@ -1041,6 +1140,34 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
     /* Ids stay JSON-safe integers (below 2^53). */
     if (s->next_id + *total > (1ull << 53))
         return errf(err, TK_ELIMIT, "%s%scount: entity ids would pass 2^53", p, dot);
+    /* Costs counted in what the spawn will hold: tick functions, and the
+     * spawn templates its props carry (one shared copy each). */
+    uint64_t fns = r->tick.on_dedicated_server ? 1 : 0;
+    for (size_t i = 0; i < r->n_components; i++)
+        fns += r->components[i].tick.on_dedicated_server ? 1 : 0;
+    tk_tick_counts tc;
+    tk_tick_get_counts(s->w, &tc);
+    if (fns && (uint64_t)tc.registered + r->count * fns > s->max_tick_functions)
+        return errf(err, TK_ELIMIT,
+                    "%s%scount: %llu tick functions would exceed world.max_tick_functions "
+                    "(%llu registered, max %llu)",
+                    p, dot, (unsigned long long)(r->count * fns),
+                    (unsigned long long)tc.registered, (unsigned long long)s->max_tick_functions);
+    uint64_t tb = 0;
+    for (size_t i = 0; i < r->n_props; i++)
+        if (r->props[i].v.type == TKS_V_SPAWN && r->props[i].v.spawn)
+            tb += tmpl_req_bytes(r->props[i].v.spawn);
+    for (size_t i = 0; i < r->n_components; i++)
+        for (size_t k = 0; k < r->components[i].n_props; k++)
+            if (r->components[i].props[k].v.type == TKS_V_SPAWN &&
+                r->components[i].props[k].v.spawn)
+                tb += tmpl_req_bytes(r->components[i].props[k].v.spawn);
+    if (tb && s->tmpl_bytes + tb > s->max_template_bytes)
+        return errf(err, TK_ELIMIT,
+                    "%s%sprops: spawn templates of %llu bytes would exceed "
+                    "world.max_template_bytes (%llu held, max %llu)",
+                    p, dot, (unsigned long long)tb, (unsigned long long)s->tmpl_bytes,
+                    (unsigned long long)s->max_template_bytes);
     if (r->life_span > 0 && timers_live(s) + r->count > TK_TIMER_MAX)
         return errf(err, TK_ELIMIT,
                     "%s%slife_span: %llu life-span timers would exceed the timer limit (%u)", p,
@@ -1074,7 +1201,7 @@ static void release_field(const tks_prop_desc *d, unsigned char *f)
     if (!owns_memory(d))
         return;
     if (d->type == TKS_PROP_SPAWN)
-        tks_spawn_req_free(((tkp_spawn_ref *)f)->tmpl);
+        tmpl_release(((tkp_spawn_ref *)f)->tmpl);
     else if (d->type == TKS_PROP_STRING && *(const char **)f != k_empty)
         tk_free(*(char **)f);
     else if (d->type == TKS_PROP_IDS)
@@ -1084,7 +1211,7 @@ static void release_field(const tks_prop_desc *d, unsigned char *f)
 
 /* Store a validated value into its state field `f` (freeing what the field
  * held). */
-static void store_value(const tks_prop_desc *d, unsigned char *f, const tks_value *v)
+static void store_value(tks_sim *s, const tks_prop_desc *d, unsigned char *f, const tks_value *v)
 {
     release_field(d, f);
     switch (d->type) {
@@ -1100,7 +1227,7 @@ static void store_value(const tks_prop_desc *d, unsigned char *f, const tks_valu
         break;
     case TKS_PROP_SPAWN: {
         tkp_spawn_ref *ref = (tkp_spawn_ref *)f;
-        ref->tmpl = v->self || !v->spawn ? NULL : tks_spawn_req_clone(v->spawn);
+        ref->tmpl = v->self || !v->spawn ? NULL : tmpl_share(s, v->spawn);
         ref->self = v->self;
         break;
     }
@@ -1130,16 +1257,17 @@ static void set_default_props(const tks_class *c, void *state)
         if (owns_memory(d))
             detach_field(d, f); /* nothing to release yet */
         else
-            store_value(d, f, &v);
+            store_value(NULL, d, f, &v);
     }
 }
 
 /* Apply validated props (what the fields owned is freed). */
-static void apply_props(const tks_class *c, void *state, const tks_prop_kv *kv, size_t n)
+static void apply_props(tks_sim *s, const tks_class *c, void *state, const tks_prop_kv *kv,
+                        size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const tks_prop_desc *d = find_prop(c, kv[i].key);
-        store_value(d, (unsigned char *)state + d->offset, &kv[i].v);
+        store_value(s, d, (unsigned char *)state + d->offset, &kv[i].v);
     }
 }
 
@@ -1234,7 +1362,12 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
     }
     float dil = (float)r->dilation;
     *first = s->next_id;
+    /* Entities of this request share its templates (create hooks may spawn:
+     * a nested spawn shares its own, above share_base). */
+    size_t share_base = s->n_share;
+    bool was_sharing = s->sharing;
     for (uint64_t k = 0; k < r->count; k++) {
+        s->sharing = true;
         tks_id id = s->next_id++;
         tks_entity *e = tk_calloc(1, sizeof *e + c->p->state_size);
         e->obj.cls = c;
@@ -1244,7 +1377,7 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
         e->level = level;
         e->dilation = dil;
         set_default_props(c, e->state);
-        apply_props(c, e->state, r->props, r->n_props);
+        apply_props(s, c, e->state, r->props, r->n_props);
         id_put(s, id, e);
         s->live++;
         (*level_count(s, level))++;
@@ -1256,7 +1389,7 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
                 cp->obj.owner = e;
                 cp->obj.comp = (int16_t)i;
                 set_default_props(ccls[i], cp->state);
-                apply_props(ccls[i], cp->state, r->components[i].props,
+                apply_props(s, ccls[i], cp->state, r->components[i].props,
                             r->components[i].n_props);
                 e->comps[i] = cp;
             }
@@ -1287,6 +1420,7 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
             s->nospec[s->n_nospec].spec = r->tick;
             s->n_nospec++;
         }
+        s->sharing = was_sharing;
         /* Class hooks (a follower links itself to its target). */
         tkp_ctx ctx = make_ctx(s, NULL);
         if (c->p->create)
@@ -1305,6 +1439,8 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
             TK_ALWAYS_SIM(rc == 0);
         }
     }
+    s->n_share = share_base;
+    s->sharing = was_sharing;
     tk_free(pre);
     return 0;
 }
@@ -1449,7 +1585,7 @@ static void read_prop(const tks_prop_desc *d, const void *state, tks_value *v)
     case TKS_PROP_SPAWN: {
         const tkp_spawn_ref *ref = (const tkp_spawn_ref *)f;
         v->type = TKS_V_SPAWN;
-        v->spawn = ref->tmpl;
+        v->spawn = ref->tmpl ? ((const tmpl *)ref->tmpl)->req : NULL;
         v->self = ref->self;
         break;
     }
@@ -1498,7 +1634,7 @@ int tks_entity_set_props(tks_sim *s, tks_id id, const tks_prop_kv *kv, size_t n,
             return rc;
     }
     if (!c->p->props_changed) {
-        apply_props(c, e->state, kv, n);
+        apply_props(s, c, e->state, kv, n);
         return 0;
     }
     /* `old` keeps the replaced strings, ids and templates alive until the
@@ -1511,7 +1647,7 @@ int tks_entity_set_props(tks_sim *s, tks_id id, const tks_prop_kv *kv, size_t n,
         if (owns_memory(d))
             detach_field(d, e->state + d->offset);
     }
-    apply_props(c, e->state, kv, n);
+    apply_props(s, c, e->state, kv, n);
     tkp_ctx ctx = make_ctx(s, NULL);
     c->p->props_changed(&e->obj, old, &ctx);
     for (size_t i = 0; i < n; i++) {
@@ -1632,7 +1768,7 @@ static tks_tickable *tickable_new(tks_sim *s, const tks_class *c, const tks_prop
     t->obj.comp = -2;
     t->sim = s;
     set_default_props(c, t->state);
-    apply_props(c, t->state, props, n_props);
+    apply_props(s, c, t->state, props, n_props);
     return t;
 }
 
@@ -1794,7 +1930,7 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
     e->level = level;
     e->dilation = dil;
     set_default_props(c, e->state);
-    apply_props(c, e->state, r->props, r->n_props);
+    apply_props(s, c, e->state, r->props, r->n_props);
     id_put(s, r->id, e);
     if (r->id >= s->next_id)
         s->next_id = r->id + 1;
@@ -1809,7 +1945,7 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
             cp->obj.owner = e;
             cp->obj.comp = (int16_t)i;
             set_default_props(cc, cp->state);
-            apply_props(cc, cp->state, r->components[i].props, r->components[i].n_props);
+            apply_props(s, cc, cp->state, r->components[i].props, r->components[i].n_props);
             e->comps[i] = cp;
         }
         e->n_comps = (uint16_t)r->n_components;

@@ -108,11 +108,19 @@ void tks_spawn_req_free(tks_spawn_req *r);
 
 typedef struct tks_config {
     uint64_t max_entities;     /* live entities at once                 */
+    uint64_t max_tick_functions; /* registered tick functions at once; 0 = no cap */
+    uint64_t max_template_bytes; /* bytes of spawn templates held; 0 = no cap     */
 } tks_config;
 
 tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg);
 void tks_free(tks_sim *s);
 void tks_set_max_entities(tks_sim *s, uint64_t max);
+/* Limits a spawn is checked against before it creates anything (-32003,
+ * naming the key): world.max_tick_functions and world.max_template_bytes. */
+void tks_set_max_tick_functions(tks_sim *s, uint64_t max);
+void tks_set_max_template_bytes(tks_sim *s, uint64_t max);
+/* Bytes of spawn templates held by entities' and tickables' props now. */
+uint64_t tks_template_bytes(const tks_sim *s);
 
 tk_engine_t *tks_engine(const tks_sim *s);
 tk_world_t *tks_world(const tks_sim *s);

@@ -189,6 +189,84 @@ START_TEST(hostile_huge_ids_cost_nothing)
 }
 END_TEST
 
+/* ---- costs counted in what they cost ------------------------------------------------- */
+
+/* A spawner whose template nests `depth` spawners deep, each level carrying
+ * 64 mover components with props: about 200 KB of template once parsed. */
+static char *nested_spawner(int depth)
+{
+    size_t cap = 1 << 20, len = 0;
+    char *b = malloc(cap);
+    ck_assert(b != NULL);
+    for (int lv = 0; lv < depth; lv++) {
+        len += (size_t)snprintf(b + len, cap - len,
+                                "{\"class\":\"spawner\",\"components\":[");
+        for (int k = 0; k < 64; k++)
+            len += (size_t)snprintf(b + len, cap - len,
+                                    "%s{\"class\":\"mover\",\"props\":{\"x\":1,\"y\":2,\"z\":3,"
+                                    "\"vx\":4,\"vy\":5,\"vz\":6}}",
+                                    k ? "," : "");
+        len += (size_t)snprintf(b + len, cap - len,
+                                "],\"props\":{\"every\":1000000,\"max_total\":1,\"spawn\":");
+    }
+    len += (size_t)snprintf(b + len, cap - len, "{\"class\":\"counter\"}");
+    for (int lv = 0; lv < depth; lv++)
+        len += (size_t)snprintf(b + len, cap - len, "}}");
+    return b;
+}
+
+START_TEST(hostile_spawn_costs_counted)
+{
+    const char *const edits[] = {"world.max_tick_functions=30000",
+                                 "world.max_template_bytes=2M", NULL};
+    tkit_opts o = {.config = edits};
+    tkit_daemon *d = tkit_start(&o);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "world.pause", NULL);
+    char *tmpl = nested_spawner(6);
+    /* 20,000 spawners of one ~200 KB template hold one copy of it, not
+     * 20,000 (which took 4 GiB and aborted). */
+    tkit_ok(c, "entity.spawn",
+            "{\"class\":\"spawner\",\"count\":20000,\"props\":{\"every\":1000000,"
+            "\"max_total\":1,\"spawn\":%s}}",
+            tmpl);
+    ck_assert_msg(rss_kib(d) < 256 * 1024, "RSS %lld KiB", rss_kib(d));
+    json_t *e = tkit_ok(c, "entity.get", "{\"id\":20000}");
+    ck_assert_str_eq(tkit_gets(e, "props.spawn.class"), "spawner");
+    /* Tick functions: 20,000 + 10,001 would pass 30,000; nothing is made. */
+    tkit_err(c, TKIT_LIMIT, "world.max_tick_functions", "entity.spawn",
+             "{\"class\":\"counter\",\"count\":10001}");
+    tkit_err(c, TKIT_LIMIT, "world.max_tick_functions", "entity.spawn",
+             "{\"class\":\"counter\",\"count\":5001,"
+             "\"components\":[{\"class\":\"mover\"}]}");
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "entity.list", "{\"limit\":1}"), "total"), 20000);
+    /* Template bytes: each request holds its own copy; past 2 MiB in all,
+     * refused before anything is created. */
+    int ok = 0;
+    for (int i = 0; i < 20; i++) {
+        json_t *r = tkit_call(c, "entity.spawn",
+                              "{\"class\":\"spawner\",\"props\":{\"every\":1000000,"
+                              "\"max_total\":1,\"spawn\":%s}}",
+                              tmpl);
+        if (json_object_get(r, "error")) {
+            tkit_assert_error(r, TKIT_LIMIT, "world.max_template_bytes");
+            break;
+        }
+        ok++;
+    }
+    ck_assert_msg(ok > 0 && ok < 20, "%d template spawns passed a 2 MiB limit", ok);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "entity.list", "{\"limit\":1}"), "total"),
+                     20000 + ok);
+    /* Destroying the holders gives the bytes back. */
+    tkit_ok(c, "entity.destroy", "{\"ids\":[20001]}");
+    tkit_ok(c, "entity.spawn",
+            "{\"class\":\"spawner\",\"props\":{\"every\":1000000,\"max_total\":1,\"spawn\":%s}}",
+            tmpl);
+    free(tmpl);
+    tkit_finish(d);
+}
+END_TEST
+
 static Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
@@ -197,6 +275,7 @@ static Suite *hostile_suite(void)
     tcase_add_test(tc, hostile_tiny_life_span);
     tcase_add_test(tc, hostile_deep_prerequisite_chain);
     tcase_add_test(tc, hostile_huge_ids_cost_nothing);
+    tcase_add_test(tc, hostile_spawn_costs_counted);
     suite_add_tcase(s, tc);
     return s;
 }
