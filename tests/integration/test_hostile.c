@@ -26,7 +26,7 @@ static void assert_serving(tkit_conn *c)
 }
 
 /* A paused world's snapshot: `entities`, `timers` are the arrays' contents. */
-static const char *snapshot_text(unsigned long long next_id, const char *entities,
+static char *snapshot_text(unsigned long long next_id, const char *entities,
                                  const char *timers)
 {
     size_t n = strlen(entities) + strlen(timers) + 512;
@@ -38,7 +38,7 @@ static const char *snapshot_text(unsigned long long next_id, const char *entitie
              "\"paused\":true,\"next_id\":%llu},\"levels\":[\"persistent\"],"
              "\"entities\":[%s],\"timers\":[%s],\"tickables\":[]}",
              next_id, entities, timers);
-    return s; /* freed at exit */
+    return s; /* freed by load_text */
 }
 
 /* The tick object of a snapshot entity that never ran. */
@@ -49,9 +49,11 @@ static const char *snapshot_text(unsigned long long next_id, const char *entitie
     "\"last_dt\":0.0,\"accum_dt\":0.0,\"cooldown\":-1.0,\"since_last_tick\":-1.0,"              \
     "\"prerequisites\":[]}"
 
-static json_t *load_text(tkit_daemon *d, tkit_conn *c, const char *name, const char *text)
+/* Write `text` (freed here) to <dir>/<name> and world.load it. */
+static json_t *load_text(tkit_daemon *d, tkit_conn *c, const char *name, char *text)
 {
     const char *path = tkit_write_file(d, name, text);
+    free(text);
     return tkit_call(c, "world.load", "{\"path\":\"%s\"}", path);
 }
 
