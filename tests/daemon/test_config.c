@@ -142,12 +142,13 @@ START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 20);
+    ck_assert_uint_eq(n, 22);
     static const char *const reloadable[] = {
         "engine.tick_rate",    "engine.max_dt",       "world.time_dilation",
         "world.max_entities",  "control.max_clients", "control.max_line",
         "control.max_pending", "control.max_batch",   "control.max_output",
-        "stats.slow_tick_ms",  "snapshot.autosave_s", "log.level"};
+        "stats.slow_tick_ms",  "snapshot.autosave_s", "log.level",
+        "world.max_tick_functions", "world.max_template_bytes"};
     for (size_t i = 0; i < n; i++) {
         const tkd_config_key *k = &keys[i];
         char full[64];
