@@ -534,6 +534,32 @@ static void tmpl_release(void *p)
     tk_free(t);
 }
 
+/* Keep the spec of an actor never registered (on_dedicated_server false)
+ * for reports; the entity knows its place in the list, so finding and
+ * removing it is O(1) however many such entities there are. */
+static void nospec_add(tks_sim *s, tks_entity *e, const tk_tick_spec *spec)
+{
+    if (s->n_nospec == s->cap_nospec) {
+        s->cap_nospec = s->cap_nospec ? s->cap_nospec * 2 : 8;
+        s->nospec = tk_realloc(s->nospec, s->cap_nospec * sizeof *s->nospec);
+    }
+    e->nospec = (uint32_t)s->n_nospec;
+    s->nospec[s->n_nospec].id = e->id;
+    s->nospec[s->n_nospec].spec = *spec;
+    s->n_nospec++;
+}
+
+static tks_entity *tks__entity(tks_sim *s, tks_id id);
+
+static void nospec_drop(tks_sim *s, tks_entity *e)
+{
+    size_t i = e->nospec, last = --s->n_nospec;
+    if (i != last) {
+        s->nospec[i] = s->nospec[last];
+        tks__entity(s, s->nospec[i].id)->nospec = (uint32_t)i;
+    }
+}
+
 /* ---- the plugin host ---------------------------------------------------------------- */
 
 static int errf(char err[TKS_ERR_MAX], int code, const char *fmt, ...)
@@ -1412,13 +1438,7 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
         }
         if (!r->tick.on_dedicated_server) {
             /* Never registered: keep the spec aside for reports. */
-            if (s->n_nospec == s->cap_nospec) {
-                s->cap_nospec = s->cap_nospec ? s->cap_nospec * 2 : 8;
-                s->nospec = tk_realloc(s->nospec, s->cap_nospec * sizeof *s->nospec);
-            }
-            s->nospec[s->n_nospec].id = id;
-            s->nospec[s->n_nospec].spec = r->tick;
-            s->n_nospec++;
+            nospec_add(s, e, &r->tick);
         }
         s->sharing = was_sharing;
         /* Class hooks (a follower links itself to its target). */
@@ -1456,14 +1476,8 @@ static void destroy_one(tks_sim *s, tks_entity *e)
         if (e->comps[i]->obj.tick != TK_TICK_NONE)
             tk_tick_unregister(s->w, e->comps[i]->obj.tick);
     tk_timer_clear_owner(s->w, id);
-    if (e->obj.flags & TKS_OBJ_NOTICK) {
-        for (size_t i = 0; i < s->n_nospec; i++) {
-            if (s->nospec[i].id == id) {
-                s->nospec[i] = s->nospec[--s->n_nospec];
-                break;
-            }
-        }
-    }
+    if (e->obj.flags & TKS_OBJ_NOTICK)
+        nospec_drop(s, e);
     (*level_count(s, e->level))--;
     s->live--;
     id_drop(s, id);
@@ -1557,10 +1571,9 @@ const tk_tick_spec *tks_entity_tick_spec(const tks_sim *s, const tks_entity *e, 
                    : NULL;
     if (!(e->obj.flags & TKS_OBJ_NOTICK))
         return NULL;
-    for (size_t i = 0; i < s->n_nospec; i++)
-        if (s->nospec[i].id == e->id)
-            return &s->nospec[i].spec;
-    return NULL;
+    return e->nospec < s->n_nospec && s->nospec[e->nospec].id == e->id
+               ? &s->nospec[e->nospec].spec
+               : NULL;
 }
 
 /* The value of a declared prop in a state. */
@@ -1952,13 +1965,7 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
     }
     restore_fn(s, &e->obj, level, &r->fn, dil, NULL);
     if (!r->fn.spec.on_dedicated_server) {
-        if (s->n_nospec == s->cap_nospec) {
-            s->cap_nospec = s->cap_nospec ? s->cap_nospec * 2 : 8;
-            s->nospec = tk_realloc(s->nospec, s->cap_nospec * sizeof *s->nospec);
-        }
-        s->nospec[s->n_nospec].id = r->id;
-        s->nospec[s->n_nospec].spec = r->fn.spec;
-        s->n_nospec++;
+        nospec_add(s, e, &r->fn.spec);
     }
     for (size_t i = 0; i < r->n_components; i++)
         restore_fn(s, &e->comps[i]->obj, level, &r->components[i].fn, dil,

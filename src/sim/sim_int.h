@@ -36,6 +36,7 @@ struct tks_entity {
     tk_level_id level;
     float dilation;
     uint16_t n_comps;
+    uint32_t nospec;          /* index in the sim's nospec list (TKS_OBJ_NOTICK) */
     alignas(8) unsigned char state[];
 };
 
