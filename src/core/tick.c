@@ -40,7 +40,8 @@
  * is the one Unreal would drop when iterating in registration order.  A
  * function whose group depends on a prerequisite that only ticks on some
  * frames (an interval function) is "dynamic": it is queued every frame the
- * way Unreal queues it (recursively, prerequisites first) and runs from the
+ * way Unreal queues it (depth-first, prerequisites first, on an explicit
+ * stack: a chain may be millions long) and runs from the
  * group's "extras" list, after the lanes of its band.  The same per-frame
  * queueing handles functions registered or enabled mid-frame (newly spawned).
  *
@@ -50,9 +51,10 @@
  * Unreal's cooldown with overrun credit.
  *
  * Complexity per frame: O(functions that tick) + O(lanes) + O(due interval
- * functions) + O(dynamic functions); registration O(1) amortized; a change
- * to a function with prerequisites O(size of its component).  No allocation
- * in a steady-state frame.
+ * functions) + O(dynamic functions); registration O(1) amortized; adding or
+ * removing a prerequisite edge O(1) (the edge index); a change to a function
+ * with prerequisites O(size of its component).  No graph walk recurses.  No
+ * allocation in a steady-state frame.
  *
  * Not here: timers (timer.c), tickables (tickable.c), the world's clocks
  * (world.c).  Threads: any_thread functions run on the frame thread.
