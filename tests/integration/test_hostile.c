@@ -7,8 +7,8 @@
  * Cases: tiny life spans (from a spawn, a spawner template and a snapshot);
  * a 30,000-long reverse prerequisite chain, then closed into a cycle; ids
  * near 2^53 in a snapshot; a spawn whose template would create more than the
- * tick-function and template-byte limits allow; many entities sharing one
- * prerequisite; a snapshot naming timer slot 16,777,214.
+ * tick-function and template-byte limits allow; a snapshot naming timer
+ * slot 16,777,214.
  */
 #include <check.h>
 #include <jansson.h>
@@ -181,6 +181,19 @@ START_TEST(hostile_huge_ids_cost_nothing)
     ck_assert_int_eq(tkit_geti(l, "ids[4]"), 9000000000000001ll);
     /* Memory follows the five entities, not the ids' values. */
     ck_assert_msg(rss_kib(d) < 64 * 1024, "RSS %lld KiB after loading 3 entities", rss_kib(d));
+    /* A timer in slot 16,777,214 (a libFuzzer find: 11 s and 1.5 GiB). */
+    r = load_text(d, c, "slot.json",
+                  snapshot_text(2, "", "{\"handle\":33554430,\"rate\":1,\"remaining\":5}"));
+    tkit_assert_result(r);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "timer.get", "{\"handle\":33554430}"), "handle"),
+                     33554430);
+    ck_assert_msg(rss_kib(d) < 64 * 1024, "RSS %lld KiB after a timer in slot 16777214",
+                  rss_kib(d));
+    tkit_ok(c, "timer.clear", "{\"handle\":33554430}");
+    /* Back to the five entities. */
+    r = load_text(d, c, "ids2.json", snapshot_text(9000000000000000ull, ents, ""));
+    tkit_assert_result(r);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":2}");
     tkit_ok(c, "entity.destroy", "{\"ids\":[68719476736]}");
     tkit_err(c, TKIT_NOT_FOUND, NULL, "entity.get", "{\"id\":68719476736}");
     /* Past 2^53: refused with the field named, the world unchanged. */
