@@ -190,6 +190,24 @@ START_TEST(hostile_huge_ids_cost_nothing)
     ck_assert_msg(rss_kib(d) < 64 * 1024, "RSS %lld KiB after a timer in slot 16777214",
                   rss_kib(d));
     tkit_ok(c, "timer.clear", "{\"handle\":33554430}");
+    /* A tickable in slot 100,000,000 (generation 1). */
+    char *doc = snapshot_text(2, "", "");
+    char *tail = strstr(doc, "\"tickables\":[]");
+    ck_assert(tail != NULL);
+    char *tdoc = malloc(strlen(doc) + 256);
+    ck_assert(tdoc != NULL);
+    snprintf(tdoc, strlen(doc) + 256,
+             "%.*s\"tickables\":[{\"id\":4395067296,\"class\":\"counter\","
+             "\"tick_type\":\"always\",\"enabled\":true,\"when_paused\":false,\"ticks\":0,"
+             "\"last_frame\":0,\"accum_dt\":0.0,\"props\":{}}]}",
+             (int)(tail - doc), doc);
+    free(doc);
+    tkit_assert_result(load_text(d, c, "tickable.json", tdoc));
+    json_t *tl = tkit_ok(c, "tickable.list", NULL);
+    ck_assert_msg(strstr(tkit_dump(tl), "4395067296") != NULL, "tickable.list: %s",
+                  tkit_dump(tl));
+    ck_assert_msg(rss_kib(d) < 64 * 1024, "RSS %lld KiB after a tickable in slot 1e8",
+                  rss_kib(d));
     /* Back to the five entities. */
     r = load_text(d, c, "ids2.json", snapshot_text(9000000000000000ull, ents, ""));
     tkit_assert_result(r);
