@@ -1047,6 +1047,124 @@ START_TEST(tick_many_register_unregister_mid_run)
 }
 END_TEST
 
+/* ---- big graphs --------------------------------------------------------------------- */
+
+#define BIG 100000
+
+static int g_order;
+static int *g_ran_at; /* by actor index: position in the frame's run order */
+
+static void order_tick(void *target, float dt, tk_tick_ctx *ctx)
+{
+    (void)dt;
+    (void)ctx;
+    actor *a = target;
+    a->ticks++;
+    g_ran_at[a->action_frame] = g_order++;
+}
+
+/* `n` functions of one class; actor i's index is kept in action_frame. */
+static actor **mk_many(size_t n, tk_class_id cls, double interval_of_last)
+{
+    actor **as = calloc(n, sizeof *as);
+    g_ran_at = calloc(n, sizeof *g_ran_at);
+    for (size_t i = 0; i < n; i++) {
+        as[i] = mk("n");
+        as[i]->action_frame = (int)i;
+        reg_full(as[i], cls, TK_GROUP_PRE_PHYSICS, TK_GROUP_SAME,
+                 i == n - 1 ? interval_of_last : 0, NULL, 0, TK_LEVEL_PERSISTENT);
+    }
+    return as;
+}
+
+/* A reverse chain of BIG (each function waits for the next one registered):
+ * placing the first walks the whole chain, with no recursion; every function
+ * runs after its prerequisite. */
+static void deep_chain(double interval_of_last)
+{
+    setup(0.1);
+    tk_tick_class_desc cd = {"order", order_tick, NULL};
+    tk_class_id cls;
+    ck_assert_int_eq(tk_tick_class_register(W, &cd, &cls), 0);
+    tk_world_set_trace(W, NULL, NULL);
+    actor **as = mk_many(BIG, cls, interval_of_last);
+    for (size_t k = 0; k + 1 < BIG; k++)
+        ck_assert_int_eq(tk_tick_add_prerequisite(W, as[k]->id, as[k + 1]->id), 0);
+    frame();
+    for (size_t k = 0; k < BIG; k++)
+        ck_assert_int_eq(as[k]->ticks, 1);
+    for (size_t k = 0; k + 1 < BIG; k++)
+        ck_assert_int_gt(g_ran_at[k], g_ran_at[k + 1]);
+    /* Closed into a cycle: the edge that closes it is dropped (one warning),
+     * everything still ticks every frame. */
+    ck_assert_int_eq(tk_tick_add_prerequisite(W, as[BIG - 1]->id, as[0]->id), 0);
+    g_order = 0;
+    frame();
+    frame();
+    ck_assert_int_eq(g_warns, 1);
+    ck_assert_ptr_nonnull(strstr(g_lastlog, "cycle"));
+    for (size_t k = 0; k < BIG; k++)
+        ck_assert_int_eq(as[k]->ticks, 3);
+    tk_tick_info i;
+    ck_assert_int_eq(tk_tick_get(W, as[BIG - 1]->id, &i), 0);
+    ck_assert(i.cycle);
+    free(as);
+    free(g_ran_at);
+    teardown();
+}
+
+START_TEST(tick_deep_chain_and_cycle_iterative)
+{
+    deep_chain(0);
+}
+END_TEST
+
+/* The same chain on an interval function: every other function is then
+ * "dynamic", queued per frame prerequisites first, also without recursion. */
+START_TEST(tick_deep_dynamic_chain_and_cycle_iterative)
+{
+    deep_chain(0.05);
+}
+END_TEST
+
+/* 200,000 functions all waiting for one: registering the edges, placing,
+ * then removing every dependent one by one stays linear (a quadratic walk
+ * of the hub's dependent list would exceed the test's timeout). */
+START_TEST(tick_many_dependents_of_one_linear)
+{
+    const size_t n = 200000;
+    setup(0.1);
+    tk_world_set_trace(W, NULL, NULL);
+    tk_tick_class_desc cd = {"order", order_tick, NULL};
+    tk_class_id cls;
+    ck_assert_int_eq(tk_tick_class_register(W, &cd, &cls), 0);
+    actor **as = mk_many(n, cls, 0);
+    for (size_t k = 0; k + 1 < n; k++)
+        ck_assert_int_eq(tk_tick_add_prerequisite(W, as[k]->id, as[n - 1]->id), 0);
+    /* And one function with every other one as its prerequisite. */
+    actor *all = mk("all");
+    all->action_frame = 0;
+    reg_full(all, C_A, TK_GROUP_PRE_PHYSICS, TK_GROUP_SAME, 0, NULL, 0, TK_LEVEL_PERSISTENT);
+    for (size_t k = 0; k + 1 < n; k++)
+        ck_assert_int_eq(tk_tick_add_prerequisite(W, all->id, as[k]->id), 0);
+    frame();
+    for (size_t k = 0; k + 1 < n; k++)
+        ck_assert_int_gt(g_ran_at[k], g_ran_at[n - 1]);
+    /* Remove in registration order: each removal finds its edge at once. */
+    for (size_t k = 0; k + 1 < n; k++)
+        ck_assert_int_eq(tk_tick_unregister(W, as[k]->id), 0);
+    frame();
+    ck_assert_int_eq(as[n - 1]->ticks, 2);
+    ck_assert_int_eq(all->ticks, 2);
+    tk_tick_info i;
+    ck_assert_int_eq(tk_tick_get(W, all->id, &i), 0);
+    ck_assert_uint_eq(i.n_prerequisites, 0);
+    free(as);
+    free(g_ran_at);
+    teardown();
+}
+END_TEST
+
 static Suite *tick_suite(void)
 {
     Suite *s = suite_create("tick");
@@ -1085,6 +1203,13 @@ static Suite *tick_suite(void)
     tcase_add_test(tc, tick_dump_iteration_and_counts);
     tcase_add_test(tc, tick_many_register_unregister_mid_run);
     suite_add_tcase(s, tc);
+    /* Big graphs: Check's default timeout is the bound on their cost. */
+    TCase *big = tcase_create("big");
+    tcase_set_timeout(big, 60);
+    tcase_add_test(big, tick_deep_chain_and_cycle_iterative);
+    tcase_add_test(big, tick_deep_dynamic_chain_and_cycle_iterative);
+    tcase_add_test(big, tick_many_dependents_of_one_linear);
+    suite_add_tcase(s, big);
     return s;
 }
 

@@ -94,7 +94,11 @@ int tk_timer_unpause(tk_world_t *w, tk_timer_handle h); /* no-op if !paused  */
  * Between passes only.  Later handles never collide with restored ones.
  * Ties on expiry fire in the order the timers were restored.  Restoring into
  * a manager with no live timer, in slot order, costs O(1) per timer; out of
- * slot order a restore may walk the free list.
+ * slot order a restore may walk the free list.  A handle whose slot lies far
+ * past the records in use (more than 2 per live timer + 1024) is kept in any
+ * free record and found through an alias table, so memory follows the live
+ * timers, never the slots' values; tk_timer_next then lists it in record
+ * order rather than slot order.
  */
 int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h,
                      tk_timer_status status, double remaining, uint64_t fired);
@@ -118,7 +122,8 @@ typedef struct tk_timer_info {
 int tk_timer_get(const tk_world_t *w, tk_timer_handle h, tk_timer_info *out);
 bool tk_timer_exists(const tk_world_t *w, tk_timer_handle h);
 
-/* Iterate live timers in slot order: *cursor = 0 to start; false at end. */
+/* Iterate live timers in record (= slot, unless aliased) order: *cursor = 0
+ * to start; false at end. */
 bool tk_timer_next(const tk_world_t *w, uint64_t *cursor, tk_timer_handle *out);
 
 typedef struct tk_timer_counts {

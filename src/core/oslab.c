@@ -1,6 +1,9 @@
 /*
  * oslab.c - an ordered slab with generations (oslab_int.h).
  */
+#include <stdbool.h>
+#include <string.h>
+
 #include "oslab_int.h"
 #include "tickd/error.h"
 #include "util_int.h"
@@ -29,7 +32,8 @@ static void free_push(tk__oslab *s, uint32_t idx, uint32_t gen)
 {
     tk__oslab_link *l = lnk(s, idx);
     memset(l, 0, s->elem);
-    *l = (tk__oslab_link){.gen = gen, .prev = NIL, .next = s->free_head, .pend_next = NIL};
+    *l = (tk__oslab_link){
+        .gen = gen, .prev = NIL, .next = s->free_head, .pend_next = NIL, .ext = idx};
     if (s->free_head != NIL)
         lnk(s, s->free_head)->prev = idx;
     s->free_head = idx;
@@ -50,8 +54,8 @@ static int place(tk__oslab *s, uint32_t idx, uint32_t gen)
     }
     tk__oslab_link *l = lnk(s, idx);
     memset(l, 0, s->elem);
-    *l = (tk__oslab_link){
-        .gen = gen, .prev = s->tail, .next = NIL, .pend_next = NIL, .state = TK__OSLAB_LIVE};
+    *l = (tk__oslab_link){.gen = gen, .prev = s->tail, .next = NIL, .pend_next = NIL,
+                          .ext = idx, .state = TK__OSLAB_LIVE};
     if (s->tail != NIL)
         lnk(s, s->tail)->next = idx;
     else
@@ -68,15 +72,109 @@ void tk__oslab_init(tk__oslab *s, size_t elem)
     s->pend_head = s->pend_tail = NIL;
 }
 
-void tk__oslab_deinit(tk__oslab *s) { tk_free(s->base); }
+void tk__oslab_deinit(tk__oslab *s)
+{
+    tk_free(s->base);
+    tk_free(s->atab);
+}
+
+/* ---- aliases: restored ids kept at another index ---------------------------- */
+
+static inline size_t alias_home(const tk__oslab *s, uint64_t id)
+{
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    return (size_t)id & (s->acap - 1);
+}
+
+static uint32_t alias_find(const tk__oslab *s, uint64_t id)
+{
+    if (!s->aused)
+        return NIL;
+    for (size_t i = alias_home(s, id);; i = (i + 1) & (s->acap - 1)) {
+        if (s->atab[i].id == id)
+            return s->atab[i].idx;
+        if (!s->atab[i].id)
+            return NIL;
+    }
+}
+
+static void alias_insert(tk__oslab *s, uint64_t id, uint32_t idx)
+{
+    size_t i = alias_home(s, id);
+    while (s->atab[i].id)
+        i = (i + 1) & (s->acap - 1);
+    s->atab[i] = (tk__oslab_alias){id, idx};
+    s->aused++;
+}
+
+static int alias_reserve(tk__oslab *s)
+{
+    if ((s->aused + 1) * 2 <= s->acap)
+        return 0;
+    size_t cap = s->acap ? s->acap * 2 : 64;
+    tk__oslab_alias *nt = tk_try_malloc(cap * sizeof *nt);
+    if (!nt)
+        return TK_ENOMEM;
+    memset(nt, 0, cap * sizeof *nt);
+    tk__oslab_alias *old = s->atab;
+    size_t ocap = s->acap;
+    s->atab = nt;
+    s->acap = cap;
+    s->aused = 0;
+    for (size_t k = 0; k < ocap; k++)
+        if (old[k].id)
+            alias_insert(s, old[k].id, old[k].idx);
+    tk_free(old);
+    return 0;
+}
+
+static void alias_del(tk__oslab *s, uint64_t id)
+{
+    size_t m = s->acap - 1, i = alias_home(s, id);
+    while (s->atab[i].id != id)
+        i = (i + 1) & m;
+    for (size_t j = i;;) {
+        j = (j + 1) & m;
+        if (!s->atab[j].id)
+            break;
+        size_t h = alias_home(s, s->atab[j].id);
+        if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+            continue;
+        s->atab[i] = s->atab[j];
+        i = j;
+    }
+    s->atab[i].id = 0;
+    s->aused--;
+}
+
+uint32_t tk__oslab_index(const tk__oslab *s, uint64_t id)
+{
+    uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
+    if (gen == 0)
+        return NIL;
+    if (idx < s->used) {
+        tk__oslab_link *l = lnk(s, idx);
+        if (l->gen == gen && l->ext == idx && l->state != TK__OSLAB_FREE)
+            return idx;
+    }
+    uint32_t a = alias_find(s, id);
+    return a != NIL && lnk(s, a)->gen == gen && lnk(s, a)->state != TK__OSLAB_FREE ? a : NIL;
+}
 
 void *tk__oslab_lookup(const tk__oslab *s, uint64_t id)
 {
     uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
-    if (gen == 0 || idx >= s->used)
+    if (gen == 0)
         return NULL;
-    tk__oslab_link *l = lnk(s, idx);
-    return l->gen == gen && l->state == TK__OSLAB_LIVE ? l : NULL;
+    if (idx < s->used) {
+        tk__oslab_link *l = lnk(s, idx);
+        if (l->gen == gen && l->ext == idx)
+            return l->state == TK__OSLAB_LIVE ? l : NULL;
+    }
+    uint32_t a = alias_find(s, id);
+    return a != NIL && lnk(s, a)->state == TK__OSLAB_LIVE ? lnk(s, a) : NULL;
 }
 
 int tk__oslab_add(tk__oslab *s, uint32_t *idx)
@@ -95,9 +193,30 @@ int tk__oslab_add_at(tk__oslab *s, uint64_t id)
     uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
     if (gen == 0 || idx == NIL)
         return TK_EINVAL;
-    if (idx < s->used && lnk(s, idx)->state != TK__OSLAB_FREE)
+    if (alias_find(s, id) != NIL)
         return TK_EEXIST;
-    return place(s, idx, gen);
+    bool alias;
+    if (idx < s->used) {
+        tk__oslab_link *l = lnk(s, idx);
+        if (l->state != TK__OSLAB_FREE && l->ext == idx)
+            return TK_EEXIST;
+        alias = l->state != TK__OSLAB_FREE; /* an alias holds the index */
+    } else {
+        alias = (size_t)idx >= 2 * (s->live + 1) + 1024;
+    }
+    if (!alias)
+        return place(s, idx, gen);
+    uint32_t i = s->free_head != NIL ? s->free_head : s->used;
+    if (i == NIL)
+        return TK_ELIMIT;
+    if (alias_reserve(s) != 0)
+        return TK_ENOMEM;
+    int rc = place(s, i, gen);
+    if (rc)
+        return rc;
+    lnk(s, i)->ext = idx;
+    alias_insert(s, id, i);
+    return 0;
 }
 
 void tk__oslab_release(tk__oslab *s, uint32_t idx)
@@ -106,6 +225,8 @@ void tk__oslab_release(tk__oslab *s, uint32_t idx)
     TK_ASSERT(l->state != TK__OSLAB_FREE);
     if (l->state == TK__OSLAB_LIVE)
         s->live--;
+    if (l->ext != idx)
+        alias_del(s, ((uint64_t)l->gen << 32) | l->ext);
     unlink_from(s, idx, &s->head, &s->tail);
     free_push(s, idx, l->gen + 1 ? l->gen + 1 : 1);
 }

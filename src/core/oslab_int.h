@@ -33,8 +33,15 @@ typedef struct tk__oslab_link {
     uint32_t gen;        /* generation, never 0; bumped on release */
     uint32_t prev, next; /* order list; the free list while FREE   */
     uint32_t pend_next;  /* doomed list, while DOOMED              */
+    uint32_t ext;        /* index part of its id: its own index, or
+                            a restored id's (an alias, see add_at) */
     uint8_t state;       /* enum tk__oslab_state                   */
 } tk__oslab_link;
+
+typedef struct tk__oslab_alias {
+    uint64_t id;         /* 0 = empty */
+    uint32_t idx;
+} tk__oslab_alias;
 
 typedef struct tk__oslab {
     void *base;                    /* element array                   */
@@ -44,6 +51,10 @@ typedef struct tk__oslab {
     uint32_t free_head;            /* free list, LIFO                 */
     uint32_t pend_head, pend_tail; /* doomed list, in removal order   */
     size_t live;                   /* LIVE elements                   */
+    tk__oslab_alias *atab;         /* restored id -> index, for ids whose
+                                      index lies far past `used`; linear
+                                      probing, empty in most slabs      */
+    size_t acap, aused;
 } tk__oslab;
 
 static inline void *tk__oslab_at(const tk__oslab *s, uint32_t idx)
@@ -53,7 +64,8 @@ static inline void *tk__oslab_at(const tk__oslab *s, uint32_t idx)
 
 static inline uint64_t tk__oslab_id(const tk__oslab *s, uint32_t idx)
 {
-    return ((uint64_t)((const tk__oslab_link *)tk__oslab_at(s, idx))->gen << 32) | idx;
+    const tk__oslab_link *l = tk__oslab_at(s, idx);
+    return ((uint64_t)l->gen << 32) | l->ext;
 }
 
 /* `elem` is sizeof the caller's element type.  deinit frees the array only. */
@@ -65,9 +77,15 @@ void *tk__oslab_lookup(const tk__oslab *s, uint64_t id);
  * TK_ENOMEM if the array cannot grow, TK_ELIMIT past 2^32 - 1 elements. */
 int tk__oslab_add(tk__oslab *s, uint32_t *idx);
 /* The same under a given id, whose index must be free (snapshot restore);
- * indexes skipped over become free with generation 1.  TK_EINVAL for
- * generation 0 or index NIL, TK_EEXIST if the index is not free, TK_ENOMEM. */
+ * indexes skipped over become free with generation 1.  An id whose index
+ * lies far past the indexes in use (more than 2 per live element + 1024), or
+ * whose index holds an alias, is placed at any free index and found through
+ * the alias table: memory follows the live elements, never the ids' values.
+ * TK_EINVAL for generation 0 or index NIL, TK_EEXIST if the id is live or
+ * its index is not free, TK_ENOMEM. */
 int tk__oslab_add_at(tk__oslab *s, uint64_t id);
+/* The index of the LIVE or DOOMED element `id` names, or NIL. */
+uint32_t tk__oslab_index(const tk__oslab *s, uint64_t id);
 /* Unlink a LIVE or DOOMED element, zero it and free its index. */
 void tk__oslab_release(tk__oslab *s, uint32_t idx);
 /* Remove a LIVE element during a pass: stale id, still linked. */

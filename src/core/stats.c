@@ -69,7 +69,8 @@ typedef struct sec_bucket {
 } sec_bucket;
 
 struct tk_frame_stats {
-    sec_bucket ring[RING];      /* slot = sec % RING                       */
+    sec_bucket *ring[RING];     /* slot = sec % RING; NULL until first used
+                                   (a fresh engine touches 13 KB, not 400) */
     uint64_t all_hist[NBINS];   /* since reset, per bin                    */
     uint64_t all_frames;        /* since reset                             */
     uint64_t all_sum_ns;        /* ns, since reset                         */
@@ -109,22 +110,29 @@ static void bucket_clear(sec_bucket *b, uint64_t sec)
 
 tk_frame_stats *tk_frame_stats_new(void)
 {
-    tk_frame_stats *s = tk_malloc(sizeof *s);
+    tk_frame_stats *s = tk_calloc(1, sizeof *s);
     tk_frame_stats_reset(s);
     return s;
 }
 
 void tk_frame_stats_free(tk_frame_stats *s)
 {
+    if (!s)
+        return;
+    for (unsigned i = 0; i < RING; i++)
+        tk_free(s->ring[i]);
     tk_free(s);
 }
 
-/* Forget every frame recorded. */
+/* Forget every frame recorded (buckets already allocated are kept). */
 void tk_frame_stats_reset(tk_frame_stats *s)
 {
-    memset(s, 0, sizeof *s);
     for (unsigned i = 0; i < RING; i++)
-        s->ring[i].sec = NO_SEC;
+        if (s->ring[i])
+            s->ring[i]->sec = NO_SEC;
+    memset(s->all_hist, 0, sizeof s->all_hist);
+    s->all_frames = s->all_sum_ns = s->all_max_ns = 0;
+    s->first_start_ns = s->last_start_ns = 0;
 }
 
 /*
@@ -146,8 +154,12 @@ void tk_frame_stats_add(tk_frame_stats *s, uint64_t start_ns, uint64_t work_ns)
     s->all_hist[bin]++;
 
     uint64_t sec = start_ns / TK_NS_PER_S;
-    sec_bucket *b = &s->ring[sec % RING];
-    if (b->sec != sec) {
+    sec_bucket **slot = &s->ring[sec % RING];
+    sec_bucket *b = *slot;
+    if (!b) {
+        b = *slot = tk_malloc(sizeof *b);
+        bucket_clear(b, sec);
+    } else if (b->sec != sec) {
         if (b->sec != NO_SEC && b->sec > sec)
             return;
         bucket_clear(b, sec);
@@ -161,8 +173,8 @@ void tk_frame_stats_add(tk_frame_stats *s, uint64_t start_ns, uint64_t work_ns)
 /* The bucket of second `sec`, or NULL if its slot holds another second. */
 static inline const sec_bucket *bucket_at(const tk_frame_stats *s, uint64_t sec)
 {
-    const sec_bucket *b = &s->ring[sec % RING];
-    return b->sec == sec ? b : NULL;
+    const sec_bucket *b = s->ring[sec % RING];
+    return b && b->sec == sec ? b : NULL;
 }
 
 /* Nearest rank of the p-th percentile (p in %) among n samples, >= 1. */

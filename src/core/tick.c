@@ -40,7 +40,8 @@
  * is the one Unreal would drop when iterating in registration order.  A
  * function whose group depends on a prerequisite that only ticks on some
  * frames (an interval function) is "dynamic": it is queued every frame the
- * way Unreal queues it (recursively, prerequisites first) and runs from the
+ * way Unreal queues it (depth-first, prerequisites first, on an explicit
+ * stack: a chain may be millions long) and runs from the
  * group's "extras" list, after the lanes of its band.  The same per-frame
  * queueing handles functions registered or enabled mid-frame (newly spawned).
  *
@@ -50,9 +51,10 @@
  * Unreal's cooldown with overrun credit.
  *
  * Complexity per frame: O(functions that tick) + O(lanes) + O(due interval
- * functions) + O(dynamic functions); registration O(1) amortized; a change
- * to a function with prerequisites O(size of its component).  No allocation
- * in a steady-state frame.
+ * functions) + O(dynamic functions); registration O(1) amortized; adding or
+ * removing a prerequisite edge O(1) (the edge index); a change to a function
+ * with prerequisites O(size of its component).  No graph walk recurses.  No
+ * allocation in a steady-state frame.
  *
  * Not here: timers (timer.c), tickables (tickable.c), the world's clocks
  * (world.c).  Threads: any_thread functions run on the frame thread.
@@ -192,6 +194,30 @@ typedef struct vec32 {
 
 enum { PH_IDLE, PH_GROUPS, PH_PAUSE };
 
+/* An entry of the edge index, an open-addressing table (linear probing,
+ * backward-shift deletion) over every prerequisite edge: it finds an edge in
+ * O(1), so adding an edge checks for a duplicate, and removing one unlinks it
+ * from both lists, without scanning a list that may be 100,000s long (one
+ * function every other one waits for). */
+typedef struct edge_ent {
+    uint64_t key;  /* (function slot + 1) << 32 | prerequisite slot; 0 = empty */
+    uint32_t pi;   /* position in the function's pre[]                          */
+    uint32_t di;   /* position in the prerequisite's dep[]                      */
+} edge_ent;
+
+/* A frame of the prerequisite walks (place, queue_fn).  They are depth-first
+ * walks over a graph that a client builds (a chain may be millions long), so
+ * they keep their own heap-allocated stack instead of recursing: one frame
+ * per function being placed, holding where its prerequisite loop stands and
+ * what it has gathered so far. */
+typedef struct wframe {
+    uint32_t slot;       /* the function                              */
+    uint32_t i;          /* next prerequisite to look at              */
+    uint8_t max_s, max_e; /* latest start / end group of prerequisites */
+    uint8_t old_flags;   /* rec.flags when the walk reached it        */
+    bool dyn;            /* depends on an interval/dynamic function   */
+} wframe;
+
 struct tk__ticks {
     rec *recs;
     size_t n_recs, cap_recs;
@@ -207,7 +233,9 @@ struct tk__ticks {
     size_t n_lanes, cap_lanes;
     uint32_t *lane_hash;      /* open addressing: lane ids, 0 = empty           */
     size_t lane_hash_cap;
-    vec32 glanes[GROUPS];     /* lanes of each group, sorted by (band, depth, cls) */
+    vec32 glanes[GROUPS];     /* lanes of each group, sorted by (band, depth, cls)
+                                 unless glanes_unsorted (sorted before a run)  */
+    bool glanes_unsorted[GROUPS];
     vec32 dirty_lanes;
 
     cohort *cohorts;          /* cohorts[0] unused                              */
@@ -232,6 +260,10 @@ struct tk__ticks {
     vec32 due_now;            /* lane entries activated for this frame only     */
     vec32 newly;              /* registered/enabled mid-frame, to queue         */
     vec32 tmp, stack;         /* scratch                                        */
+    struct wframe *walk;      /* explicit stack of the prerequisite walks       */
+    struct edge_ent *edges;   /* edge index: (function, prerequisite) -> positions */
+    size_t n_edges, cap_edges;
+    size_t n_walk, cap_walk;
     vec32 lanes_run;          /* the lanes of the group being run               */
     dueent *dues;             /* interval functions due this frame              */
     size_t n_dues, cap_dues;
@@ -431,6 +463,23 @@ static int lane_cmp(const lane *a, const lane *b)
     return 0;
 }
 
+static int lane_id_cmp(const void *a, const void *b, void *ctx)
+{
+    const lane *lanes = ctx;
+    return lane_cmp(&lanes[*(const uint32_t *)a], &lanes[*(const uint32_t *)b]);
+}
+
+/* Sort a group's lanes by (band, depth, class) if lanes were added out of
+ * that order; keys are unique within a group. */
+static void glanes_sort(struct tk__ticks *T, int group)
+{
+    if (!T->glanes_unsorted[group])
+        return;
+    vec32 *g = &T->glanes[group];
+    qsort_r(g->v, g->n, sizeof *g->v, lane_id_cmp, T->lanes);
+    T->glanes_unsorted[group] = false;
+}
+
 /* Find or create the lane for a key. */
 static uint32_t lane_get(struct tk__ticks *T, int group, int band, uint32_t depth, uint16_t cls)
 {
@@ -462,15 +511,14 @@ static uint32_t lane_get(struct tk__ticks *T, int group, int band, uint32_t dept
     } else {
         lane_hash_insert(T, id);
     }
-    /* Insert into the group's ordered lane list. */
+    /* Append to the group's lane list; it is sorted once before the group
+     * runs (a chain of n functions makes n lanes: sorted insertion would be
+     * quadratic). */
     vec32 *g = &T->glanes[group];
     TK_GROW(g->v, g->cap, g->n + 1);
-    size_t at = g->n;
-    while (at > 0 && lane_cmp(&T->lanes[g->v[at - 1]], L) > 0)
-        at--;
-    memmove(g->v + at + 1, g->v + at, (g->n - at) * sizeof *g->v);
-    g->v[at] = id;
-    g->n++;
+    if (g->n && lane_cmp(&T->lanes[g->v[g->n - 1]], L) > 0)
+        T->glanes_unsorted[group] = true;
+    g->v[g->n++] = id;
     return id;
 }
 
@@ -779,6 +827,8 @@ void tk__ticks_free(struct tk__ticks *T)
         tk__wheel_deinit(&T->wheel_game);
         tk__wheel_deinit(&T->wheel_unpaused);
     }
+    tk_free(T->walk);
+    tk_free(T->edges);
     tk_free(T->dues);
     tk_free(T->recs);
     tk_free(T->exts);
@@ -995,57 +1045,130 @@ static int check_prereqs(tk_world_t *w, const tk_tick_id *pre, size_t n, tk_tick
     return 0;
 }
 
-static bool pre_has(const ext *x, tk_tick_id p)
+static inline uint64_t edge_key(uint32_t r, uint32_t p) { return ((uint64_t)(r + 1) << 32) | p; }
+
+static edge_ent *edge_find(const struct tk__ticks *T, uint32_t r, uint32_t p)
 {
-    for (uint32_t i = 0; i < x->n_pre; i++)
-        if (x->pre[i] == p)
-            return true;
-    return false;
+    if (!T->cap_edges)
+        return NULL;
+    uint64_t k = edge_key(r, p);
+    size_t m = T->cap_edges - 1, h = hash64(k) & m;
+    while (T->edges[h].key) {
+        if (T->edges[h].key == k)
+            return &T->edges[h];
+        h = (h + 1) & m;
+    }
+    return NULL;
+}
+
+static void edge_insert_raw(struct tk__ticks *T, edge_ent e)
+{
+    size_t m = T->cap_edges - 1, h = hash64(e.key) & m;
+    while (T->edges[h].key)
+        h = (h + 1) & m;
+    T->edges[h] = e;
+}
+
+static void edge_put(struct tk__ticks *T, uint32_t r, uint32_t p, uint32_t pi, uint32_t di)
+{
+    if ((T->n_edges + 1) * 2 > T->cap_edges) {
+        edge_ent *old = T->edges;
+        size_t ocap = T->cap_edges;
+        T->cap_edges = ocap ? ocap * 2 : 64;
+        T->edges = tk_calloc(T->cap_edges, sizeof *T->edges);
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].key)
+                edge_insert_raw(T, old[i]);
+        tk_free(old);
+    }
+    edge_insert_raw(T, (edge_ent){edge_key(r, p), pi, di});
+    T->n_edges++;
+}
+
+static void edge_del(struct tk__ticks *T, edge_ent *e)
+{
+    size_t m = T->cap_edges - 1, i = (size_t)(e - T->edges), j = i;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!T->edges[j].key)
+            break;
+        size_t h = hash64(T->edges[j].key) & m;
+        /* Move j back into the hole at i unless its home lies in (i, j]. */
+        if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+            continue;
+        T->edges[i] = T->edges[j];
+        i = j;
+    }
+    T->edges[i].key = 0;
+    T->n_edges--;
 }
 
 static void add_edge(struct tk__ticks *T, rec *r, rec *p)
 {
+    uint32_t rs = slot_of(T, r), ps = slot_of(T, p);
+    if (edge_find(T, rs, ps))
+        return;
     ext *x = ensure_ext(T, r);
     tk_tick_id pid = id_of(T, p);
-    if (pre_has(x, pid))
-        return;
     if (x->n_pre == x->cap_pre) {
         x->cap_pre = x->cap_pre ? x->cap_pre * 2 : 2;
         x->pre = tk_realloc(x->pre, x->cap_pre * sizeof *x->pre);
         x->pre_cycle = tk_realloc(x->pre_cycle, x->cap_pre);
     }
-    x->pre[x->n_pre] = pid;
-    x->pre_cycle[x->n_pre] = 0;
+    uint32_t pi = x->n_pre;
+    x->pre[pi] = pid;
+    x->pre_cycle[pi] = 0;
     x->n_pre++;
     ext *px = ensure_ext(T, p);
-    x = &T->exts[r->ext]; /* ensure_ext may have moved the array */
     if (px->n_dep == px->cap_dep) {
         px->cap_dep = px->cap_dep ? px->cap_dep * 2 : 2;
         px->dep = tk_realloc(px->dep, px->cap_dep * sizeof *px->dep);
     }
-    px->dep[px->n_dep++] = slot_of(T, r);
+    uint32_t di = px->n_dep++;
+    px->dep[di] = rs;
+    edge_put(T, rs, ps, pi, di);
 }
 
-static void dep_remove(ext *px, uint32_t slot)
+/* Swap-remove dep[j] of prerequisite `ps` (ext px), keeping the index of the
+ * edge moved into j right. */
+static void dep_take(struct tk__ticks *T, ext *px, uint32_t ps, uint32_t j)
 {
-    for (uint32_t i = 0; i < px->n_dep; i++) {
-        if (px->dep[i] == slot) {
-            px->dep[i] = px->dep[--px->n_dep];
-            return;
-        }
+    uint32_t last = --px->n_dep;
+    if (j != last) {
+        px->dep[j] = px->dep[last];
+        edge_ent *m = edge_find(T, px->dep[j], ps);
+        TK_ASSERT(m);
+        m->di = j;
     }
 }
 
-/* Remove prerequisite i of r (swap-remove, as Unreal's RemoveSwap). */
+/* Swap-remove pre[i] of function `rs` (ext x), as Unreal's RemoveSwap,
+ * keeping the index of the edge moved into i right. */
+static void pre_take(struct tk__ticks *T, ext *x, uint32_t rs, uint32_t i)
+{
+    uint32_t last = --x->n_pre;
+    if (i != last) {
+        x->pre[i] = x->pre[last];
+        x->pre_cycle[i] = x->pre_cycle[last];
+        edge_ent *m = edge_find(T, rs, id_slot(x->pre[i]));
+        TK_ASSERT(m);
+        m->pi = i;
+    }
+}
+
+/* Remove prerequisite i of r from both lists and the index: O(1). */
 static void pre_remove_at(struct tk__ticks *T, rec *r, uint32_t i)
 {
     ext *x = ext_of(T, r);
-    rec *p = &T->recs[id_slot(x->pre[i])];
-    if (p->state != RS_FREE && p->gen == id_gen(x->pre[i]) && p->ext)
-        dep_remove(&T->exts[p->ext], slot_of(T, r));
-    x->n_pre--;
-    x->pre[i] = x->pre[x->n_pre];
-    x->pre_cycle[i] = x->pre_cycle[x->n_pre];
+    uint32_t rs = slot_of(T, r), ps = id_slot(x->pre[i]);
+    edge_ent *e = edge_find(T, rs, ps);
+    TK_ASSERT(e);
+    uint32_t j = e->di;
+    edge_del(T, e);
+    rec *p = &T->recs[ps];
+    if (p->ext)
+        dep_take(T, &T->exts[p->ext], ps, j);
+    pre_take(T, x, rs, i);
 }
 
 int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
@@ -1168,25 +1291,18 @@ static void unregister_rec(tk_world_t *w, rec *r)
     lane_kill(T, r);
     ext *x = ext_of(T, r);
     if (x) {
-        for (uint32_t i = 0; i < x->n_pre; i++) {
-            rec *p = live_rec(w, x->pre[i]);
-            if (p && p->ext)
-                dep_remove(&T->exts[p->ext], s);
-        }
+        /* Every edge in O(1) through the edge index. */
+        while (x->n_pre)
+            pre_remove_at(T, r, x->n_pre - 1);
         /* Dependents drop this stale prerequisite and are re-placed. */
         for (uint32_t i = 0; i < x->n_dep; i++) {
-            rec *d = &T->recs[x->dep[i]];
-            ext *dx = ext_of(T, d);
-            tk_tick_id me = id_of(T, r);
-            for (uint32_t k = 0; dx && k < dx->n_pre; k++) {
-                if (dx->pre[k] == me) {
-                    dx->n_pre--;
-                    dx->pre[k] = dx->pre[dx->n_pre];
-                    dx->pre_cycle[k] = dx->pre_cycle[dx->n_pre];
-                    break;
-                }
-            }
-            mark_dirty(T, d);
+            uint32_t ds = x->dep[i];
+            edge_ent *e = edge_find(T, ds, s);
+            TK_ASSERT(e);
+            uint32_t k = e->pi;
+            edge_del(T, e);
+            pre_take(T, &T->exts[T->recs[ds].ext], ds, k);
+            mark_dirty(T, &T->recs[ds]);
         }
         x->n_dep = 0;
         free_ext(T, r);
@@ -1417,18 +1533,14 @@ int tk_tick_remove_prerequisite(tk_world_t *w, tk_tick_id id, tk_tick_id prereq)
     if (!r)
         return tk__world_error(w, TK_ENOENT, "no such tick function");
     struct tk__ticks *T = T_of(w);
-    ext *x = ext_of(T, r);
-    for (uint32_t i = 0; x && i < x->n_pre; i++) {
-        if (x->pre[i] == prereq) {
-            pre_remove_at(T, r, i);
-            mark_dirty(T, r);
-            rec *p = live_rec(w, prereq);
-            if (p)
-                mark_dirty(T, p);
-            return 0;
-        }
-    }
-    return tk__world_error(w, TK_ENOENT, "not a prerequisite of this tick function");
+    rec *p = live_rec(w, prereq);
+    edge_ent *e = p ? edge_find(T, slot_of(T, r), slot_of(T, p)) : NULL;
+    if (!e)
+        return tk__world_error(w, TK_ENOENT, "not a prerequisite of this tick function");
+    pre_remove_at(T, r, e->pi);
+    mark_dirty(T, r);
+    mark_dirty(T, p);
+    return 0;
 }
 
 /* ---- queries -------------------------------------------------------------------- */
@@ -1663,62 +1775,79 @@ static void log_cycle(tk_world_t *w, rec *r, rec *p)
            a, b);
 }
 
-/* Static QueueTickFunction: actual groups, band and depth from prerequisites
- * that tick every frame; marks functions that depend on interval ones dynamic.
- * `epoch` marks visiting, `epoch` in mark_done marks done. */
-static void place(tk_world_t *w, rec *r, uint32_t epoch)
+static wframe *walk_push(struct tk__ticks *T, uint32_t slot)
+{
+    TK_GROW(T->walk, T->cap_walk, T->n_walk + 1);
+    wframe *f = &T->walk[T->n_walk++];
+    memset(f, 0, sizeof *f);
+    f->slot = slot;
+    return f;
+}
+
+/* Reach `r` in a placement walk: marks it visited; a function that needs no
+ * prerequisite loop (visited already, or disabled) is finished here and
+ * false returned; otherwise its frame is pushed and true returned. */
+static bool place_enter(tk_world_t *w, rec *r, uint32_t epoch)
 {
     struct tk__ticks *T = T_of(w);
     ext *x = ext_of(T, r);
     if (x) {
         if (x->mark == epoch)
-            return;
+            return false;
         x->mark = epoch;
     }
     uint8_t old_flags = r->flags;
     r->flags &= (uint8_t)~(RF_DYNAMIC | RF_LOWBAND);
-    int group = grp_of(r->grp), endg = grp_end(r->grp);
     if (r->state == TK_TICK_DISABLED) {
         if (old_flags & RF_DYNAMIC)
             T->dyn_dirty = true;
         if (x)
             x->mark_done = epoch;
+        return false;
+    }
+    walk_push(T, slot_of(T, r))->old_flags = old_flags;
+    return true;
+}
+
+/* Prerequisite i of the function of frame `f`, placed already (or being
+ * placed, which is a cycle): gather its groups. */
+static void place_edge(tk_world_t *w, wframe *f, rec *r, rec *p, uint32_t i, uint32_t epoch)
+{
+    struct tk__ticks *T = T_of(w);
+    ext *x = ext_of(T, r), *px = ext_of(T, p);
+    if (px && px->mark == epoch && px->mark_done != epoch) {
+        if (!x->pre_cycle[i])
+            log_cycle(w, r, p);
+        x->pre_cycle[i] = 1;
         return;
     }
-    int max_s = 0, max_e = 0;
-    bool dyn = false, low = false;
+    x->pre_cycle[i] = 0;
+    if (p->state == TK_TICK_DISABLED)
+        return;
+    if (iv_of(T, p) || (p->flags & RF_DYNAMIC)) {
+        f->dyn = true;
+        return;
+    }
+    int ps = grp_of(p->act), pe = grp_end(p->act);
+    if (!considered(pe, grp_of(r->grp)))
+        return;
+    f->max_s = (uint8_t)TK_MAX(f->max_s, ps);
+    f->max_e = (uint8_t)TK_MAX(f->max_e, pe);
+}
+
+/* Every prerequisite of the function of frame `f` is placed: its own
+ * actual groups, band and depth. */
+static void place_finish(tk_world_t *w, const wframe *f, rec *r, uint32_t epoch)
+{
+    struct tk__ticks *T = T_of(w);
+    ext *x = ext_of(T, r);
+    uint8_t old_flags = f->old_flags;
+    int group = grp_of(r->grp), endg = grp_end(r->grp);
+    int max_s = f->max_s, max_e = f->max_e;
+    bool low = false;
     uint32_t depth = 0;
     bool hipri = (r->flags & RF_HIPRI) != 0;
-    for (uint32_t i = 0; x && i < x->n_pre; i++) {
-        rec *p = live_rec(w, x->pre[i]);
-        if (!p)
-            continue;
-        ext *px = ext_of(T, p);
-        if (px && px->mark != epoch && has_graph(T, p)) {
-            place(w, p, epoch);
-            x = ext_of(T, r);
-            px = ext_of(T, p);
-        }
-        if (px && px->mark == epoch && px->mark_done != epoch) {
-            if (!x->pre_cycle[i])
-                log_cycle(w, r, p);
-            x->pre_cycle[i] = 1;
-            continue;
-        }
-        x->pre_cycle[i] = 0;
-        if (p->state == TK_TICK_DISABLED)
-            continue;
-        if (iv_of(T, p) || (p->flags & RF_DYNAMIC)) {
-            dyn = true;
-            continue;
-        }
-        int ps = grp_of(p->act), pe = grp_end(p->act);
-        if (!considered(pe, group))
-            continue;
-        max_s = TK_MAX(max_s, ps);
-        max_e = TK_MAX(max_e, pe);
-    }
-    if (dyn) {
+    if (f->dyn) {
         r->flags |= RF_DYNAMIC;
         if (!(old_flags & RF_DYNAMIC))
             T->dyn_dirty = true;
@@ -1768,6 +1897,44 @@ static void place(tk_world_t *w, rec *r, uint32_t epoch)
     if (x) {
         x->depth = depth;
         x->mark_done = epoch;
+    }
+}
+
+/* Static QueueTickFunction: actual groups, band and depth from prerequisites
+ * that tick every frame; marks functions that depend on interval ones dynamic.
+ * `epoch` marks visiting, `epoch` in mark_done marks done.  Depth-first,
+ * prerequisites first, in the order they were added (as Unreal's recursion),
+ * on the explicit stack T->walk: O(size of the component) time, no
+ * recursion. */
+static void place(tk_world_t *w, rec *r0, uint32_t epoch)
+{
+    struct tk__ticks *T = T_of(w);
+    size_t base = T->n_walk;
+    if (!place_enter(w, r0, epoch))
+        return;
+    while (T->n_walk > base) {
+        wframe *f = &T->walk[T->n_walk - 1];
+        rec *r = &T->recs[f->slot];
+        ext *x = ext_of(T, r);
+        bool descended = false;
+        while (x && f->i < x->n_pre) {
+            uint32_t i = f->i;
+            rec *p = live_rec(w, x->pre[i]);
+            if (p) {
+                ext *px = ext_of(T, p);
+                if (px && px->mark != epoch && has_graph(T, p) && place_enter(w, p, epoch)) {
+                    /* Placed first; edge i is looked at again on return. */
+                    descended = true;
+                    break;
+                }
+                place_edge(w, f, r, p, i, epoch);
+            }
+            f->i++;
+        }
+        if (descended)
+            continue;
+        place_finish(w, f, r, epoch);
+        T->n_walk--;
     }
 }
 
@@ -2246,60 +2413,74 @@ static bool ready(const tk_world_t *w, const rec *r)
     return x->due == fmark(w) || (r->flags & RF_NEWLY);
 }
 
-/* Unreal's QueueTickFunction for a function of the extras path, at context
- * group `ctxg`. */
-static void queue_fn(tk_world_t *w, rec *r, int ctxg)
+/* Reach `r` in this frame's queueing walk: a function visited already or
+ * disabled is finished here (false); otherwise its frame is pushed (true). */
+static bool queue_enter(tk_world_t *w, rec *r)
 {
     struct tk__ticks *T = T_of(w);
     uint64_t F = fmark(w);
     ext *x = ensure_ext(T, r);
     if (x->visit == F)
-        return;
+        return false;
     x->visit = F;
     if (r->state == TK_TICK_DISABLED) {
         x->queued = F;
-        return;
+        return false;
     }
-    int group = grp_of(r->grp), endg = grp_end(r->grp);
-    int max_s = 0, max_e = 0;
-    for (uint32_t i = 0; i < x->n_pre; i++) {
-        rec *p = live_rec(w, x->pre[i]);
-        if (!p)
-            continue;
-        if (extras_kind(p)) {
-            queue_fn(w, p, ctxg);
-            x = ext_of(T, r);
-            ext *px = ext_of(T, p);
-            if (px->visit == F && px->queued != F) {
-                if (!x->pre_cycle[i])
-                    log_cycle(w, r, p);
-                x->pre_cycle[i] = 1;
-                continue;
-            }
-            /* This frame's walk decides cycles among queued-per-frame
-             * functions; the band and depth pass below reads the same flag. */
-            x->pre_cycle[i] = 0;
-            if (px->task != F || px->done == F)
-                continue;
-            int pe = grp_end(px->fact);
-            if (!considered(pe, group))
-                continue;
-            max_s = TK_MAX(max_s, grp_of(px->fact));
-            max_e = TK_MAX(max_e, pe);
-        } else {
-            if (x->pre_cycle[i])
-                continue;
-            const lane *L = &T->lanes[p->lane];
-            bool task = bit_get(L->act, p->pos) && L->ran != F;
-            if (!task)
-                continue;
-            int pe = grp_end(p->act);
-            if (!considered(pe, group))
-                continue;
-            max_s = TK_MAX(max_s, grp_of(p->act));
-            max_e = TK_MAX(max_e, pe);
+    walk_push(T, slot_of(T, r));
+    return true;
+}
+
+/* Prerequisite i of the function of frame `f`, queued already (or being
+ * queued, which is a cycle): gather its groups for this frame. */
+static void queue_edge(tk_world_t *w, wframe *f, rec *r, rec *p, uint32_t i)
+{
+    struct tk__ticks *T = T_of(w);
+    uint64_t F = fmark(w);
+    ext *x = ext_of(T, r);
+    int group = grp_of(r->grp);
+    if (extras_kind(p)) {
+        ext *px = ext_of(T, p);
+        if (px->visit == F && px->queued != F) {
+            if (!x->pre_cycle[i])
+                log_cycle(w, r, p);
+            x->pre_cycle[i] = 1;
+            return;
         }
+        /* This frame's walk decides cycles among queued-per-frame
+         * functions; the band and depth pass below reads the same flag. */
+        x->pre_cycle[i] = 0;
+        if (px->task != F || px->done == F)
+            return;
+        int pe = grp_end(px->fact);
+        if (!considered(pe, group))
+            return;
+        f->max_s = (uint8_t)TK_MAX(f->max_s, grp_of(px->fact));
+        f->max_e = (uint8_t)TK_MAX(f->max_e, pe);
+    } else {
+        if (x->pre_cycle[i])
+            return;
+        const lane *L = &T->lanes[p->lane];
+        bool task = bit_get(L->act, p->pos) && L->ran != F;
+        if (!task)
+            return;
+        int pe = grp_end(p->act);
+        if (!considered(pe, group))
+            return;
+        f->max_s = (uint8_t)TK_MAX(f->max_s, grp_of(p->act));
+        f->max_e = (uint8_t)TK_MAX(f->max_e, pe);
     }
+}
+
+/* Every prerequisite of the function of frame `f` is queued: its groups,
+ * band and depth this frame, and its task if it is ready. */
+static void queue_finish(tk_world_t *w, const wframe *f, rec *r, int ctxg)
+{
+    struct tk__ticks *T = T_of(w);
+    uint64_t F = fmark(w);
+    ext *x = ext_of(T, r);
+    int group = grp_of(r->grp), endg = grp_end(r->grp);
+    int max_s = f->max_s, max_e = f->max_e;
     int start = TK_MAX(max_s, TK_MAX(group, ctxg));
     if (start != group)
         while (!demotable(start))
@@ -2355,6 +2536,43 @@ static void queue_fn(tk_world_t *w, rec *r, int ctxg)
         T->xs[start][(*n)++] = (xent){r->seq, slot_of(T, r), r->gen, depth, r->cls, x->fband};
     }
     x->queued = F;
+}
+
+/* Unreal's QueueTickFunction for a function of the extras path, at context
+ * group `ctxg`: prerequisites of the extras path first, depth-first in the
+ * order they were added, on the explicit stack T->walk (no recursion). */
+static void queue_fn(tk_world_t *w, rec *r0, int ctxg)
+{
+    struct tk__ticks *T = T_of(w);
+    uint64_t F = fmark(w);
+    size_t base = T->n_walk;
+    if (!queue_enter(w, r0))
+        return;
+    while (T->n_walk > base) {
+        wframe *f = &T->walk[T->n_walk - 1];
+        rec *r = &T->recs[f->slot];
+        bool descended = false;
+        while (f->i < ext_of(T, r)->n_pre) {
+            uint32_t i = f->i;
+            rec *p = live_rec(w, ext_of(T, r)->pre[i]);
+            if (p) {
+                if (extras_kind(p)) {
+                    ext *px = ext_of(T, p);
+                    if ((!px || px->visit != F) && queue_enter(w, p)) {
+                        /* Queued first; edge i is looked at again on return. */
+                        descended = true;
+                        break;
+                    }
+                }
+                queue_edge(w, f, r, p, i);
+            }
+            f->i++;
+        }
+        if (descended)
+            continue;
+        queue_finish(w, f, r, ctxg);
+        T->n_walk--;
+    }
 }
 
 /* QueueNewlySpawned: queue every function in the newly list at context
@@ -2417,6 +2635,7 @@ static void run_group_body(tk_world_t *w, int g)
     /* A copy of the group's lanes: a lane created by a tick (a registration
      * of a new kind) must not shift the list being walked; it holds only
      * functions that start ticking next frame anyway. */
+    glanes_sort(T, g);
     vec32 *gl = &T->lanes_run;
     gl->n = 0;
     if (T->glanes[g].n) {

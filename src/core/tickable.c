@@ -141,6 +141,8 @@ static int add_slot(tk_world_t *w, const tk_tickable_desc *d, tk_tickable_id id,
         return tk__world_error(w, rc, "too many tickables");
     if (rc)
         return tk__world_error(w, rc, "no memory for a tickable");
+    if (id)
+        idx = tk__oslab_index(&t->s, id); /* a restored id may be an alias */
     slot *s = slot_at(t, idx);
     *s = (slot){.l = s->l, .type = (uint8_t)d->type, .enabled = d->enabled,
                 .when_paused = d->when_paused, .fn = d->fn, .ud = d->ud, .free_ud = d->free_ud,
@@ -199,10 +201,11 @@ int tk_tickable_remove(tk_world_t *w, tk_tickable_id id)
     struct tk__tickables *t = w->tickables;
     if (!find(w, id))
         return TK_ENOENT;
+    uint32_t idx = tk__oslab_index(&t->s, id); /* not (uint32_t)id: aliases */
     if (t->in_pass)
-        tk__oslab_doom(&t->s, (uint32_t)id);
+        tk__oslab_doom(&t->s, idx);
     else
-        destroy_now(t, (uint32_t)id);
+        destroy_now(t, idx);
     return 0;
 }
 
@@ -261,10 +264,10 @@ size_t tk_tickable_count(const tk_world_t *w)
 bool tk_tickable_next(const tk_world_t *w, uint64_t *cursor, tk_tickable_id *out)
 {
     const struct tk__tickables *t = w->tickables;
-    uint32_t i = t->s.head, idx = (uint32_t)*cursor;
+    uint32_t i = t->s.head;
     if (*cursor != 0) {
-        if (idx >= t->s.used || tk__oslab_id(&t->s, idx) != *cursor ||
-            slot_at(t, idx)->l.state == TK__OSLAB_FREE)
+        uint32_t idx = tk__oslab_index(&t->s, *cursor);
+        if (idx == NIL)
             return false;
         i = slot_at(t, idx)->l.next;
     }

@@ -167,8 +167,13 @@ typedef struct due_ent {
     uint64_t seq;         /* tie-break                                      */
     uint64_t handle;      /* full handle: detects cleared / reused records  */
     uint32_t rank;        /* level * 64 + slot it came from (visit order)   */
-    uint32_t pad;
+    uint32_t idx;         /* its record (an aliased handle's slot is not)   */
 } due_ent;
+
+typedef struct alias_ent {
+    uint64_t handle;      /* 0 = empty                                      */
+    uint32_t idx;         /* record holding it                              */
+} alias_ent;
 
 typedef struct owner_ent {
     uint64_t owner;       /* 0 = empty bucket                               */
@@ -211,6 +216,10 @@ struct tk__timers {
     void (*exec_free)(void *ud); /* free_ud deferred until its callback returns */
     void *exec_free_ud;
 
+    alias_ent *atab;      /* restored handles whose slot is not their record:
+                             handle -> record, linear probing (see
+                             tk_timer_restore); 0 entries in most worlds   */
+    size_t acap, aused;   /* table size (power of two, 0 = none), entries   */
     owner_ent *otab;      /* owner -> list head, linear probing             */
     unsigned obits;       /* table size = 1 << obits; 0 = no table          */
     size_t oused;         /* owners in the table                            */
@@ -238,13 +247,91 @@ static inline size_t live_count(const struct tk__timers *t)
     return t->n_active + t->n_paused + t->n_pending;
 }
 
+static inline size_t alias_home(const struct tk__timers *t, uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return (size_t)h & (t->acap - 1);
+}
+
+static uint32_t alias_find(const struct tk__timers *t, tk_timer_handle h)
+{
+    if (!t->aused)
+        return NIL;
+    for (size_t i = alias_home(t, h);; i = (i + 1) & (t->acap - 1)) {
+        if (t->atab[i].handle == h)
+            return t->atab[i].idx;
+        if (!t->atab[i].handle)
+            return NIL;
+    }
+}
+
+/* Room for one more alias: 0, or -1 (nothing changed) out of memory. */
+static int alias_reserve(struct tk__timers *t)
+{
+    if ((t->aused + 1) * 2 <= t->acap)
+        return 0;
+    size_t cap = t->acap ? t->acap * 2 : 64;
+    alias_ent *nt = tk_try_malloc(cap * sizeof *nt);
+    if (!nt)
+        return -1;
+    memset(nt, 0, cap * sizeof *nt);
+    alias_ent *old = t->atab;
+    size_t ocap = t->acap;
+    t->atab = nt;
+    t->acap = cap;
+    for (size_t k = 0; k < ocap; k++) {
+        if (!old[k].handle)
+            continue;
+        size_t i = alias_home(t, old[k].handle);
+        while (nt[i].handle)
+            i = (i + 1) & (cap - 1);
+        nt[i] = old[k];
+    }
+    tk_free(old);
+    return 0;
+}
+
+static void alias_put(struct tk__timers *t, uint64_t h, uint32_t idx)
+{
+    size_t i = alias_home(t, h);
+    while (t->atab[i].handle)
+        i = (i + 1) & (t->acap - 1);
+    t->atab[i].handle = h;
+    t->atab[i].idx = idx;
+    t->aused++;
+}
+
+/* Remove alias h (present), backward-shift deletion. */
+static void alias_del(struct tk__timers *t, uint64_t h)
+{
+    size_t m = t->acap - 1, i = alias_home(t, h);
+    while (t->atab[i].handle != h)
+        i = (i + 1) & m;
+    for (size_t j = i;;) {
+        j = (j + 1) & m;
+        if (!t->atab[j].handle)
+            break;
+        size_t home = alias_home(t, t->atab[j].handle);
+        if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+            continue;
+        t->atab[i] = t->atab[j];
+        i = j;
+    }
+    t->atab[i].handle = 0;
+    t->aused--;
+}
+
 /* Record index of a live handle, or NIL. */
 static inline uint32_t lookup(const struct tk__timers *t, tk_timer_handle h)
 {
     uint32_t idx = (uint32_t)(h & IDX_MASK);
-    if (h == TK_TIMER_NONE || idx >= t->n_recs || t->hot[idx].handle != h)
+    if (h == TK_TIMER_NONE)
         return NIL;
-    return idx;
+    if (idx < t->n_recs && t->hot[idx].handle == h)
+        return idx;
+    return alias_find(t, h);
 }
 
 static int unknown_handle(tk_world_t *w, tk_timer_handle h)
@@ -654,6 +741,8 @@ static void release(struct tk__timers *t, uint32_t idx)
     void (*free_ud)(void *) = c->free_ud;
     void *ud = c->ud;
     bool executing = idx == t->exec && h->handle == t->exec_handle;
+    if ((h->handle & IDX_MASK) != idx)
+        alias_del(t, h->handle);
     memset(h, 0, sizeof *h);
     memset(c, 0, sizeof *c);
     h->where = IN_NONE;
@@ -762,6 +851,7 @@ static inline void push_due(struct tk__timers *t, uint32_t idx, uint32_t rank)
     e->seq = r->seq;
     e->handle = r->handle;
     e->rank = rank;
+    e->idx = idx;
     r->where = IN_DUE;
 }
 
@@ -885,12 +975,12 @@ static uint64_t fire(tk_world_t *w, struct tk__timers *t)
     uint64_t total = 0;
     for (t->fire_pos = 0; t->fire_pos < t->n_due; t->fire_pos++) {
         if (t->fire_pos + 4 < t->n_due) {
-            uint32_t ahead = (uint32_t)(t->due[t->fire_pos + 4].handle & IDX_MASK);
+            uint32_t ahead = t->due[t->fire_pos + 4].idx;
             __builtin_prefetch(&t->hot[ahead]);
             __builtin_prefetch(&t->cold[ahead]);
         }
         const due_ent e = t->due[t->fire_pos];
-        uint32_t idx = (uint32_t)(e.handle & IDX_MASK);
+        uint32_t idx = e.idx;
         hot *h = &t->hot[idx];
         if (h->handle != e.handle || h->where != IN_DUE)
             continue;
@@ -1018,6 +1108,7 @@ void tk__timers_free(tk_world_t *w, struct tk__timers *t)
     tk_free(t->due);
     tk_free(t->due2);
     tk_free(t->otab);
+    tk_free(t->atab);
 #ifndef NDEBUG
     memset(t, 0xff, sizeof *t);
 #endif
@@ -1300,7 +1391,7 @@ double tk_timer_next_due(const tk_world_t *w)
     const struct tk__timers *t = w->timers;
     if (t->in_pass) {
         for (size_t k = t->fire_pos; k < t->n_due; k++) {
-            const hot *r = &t->hot[t->due[k].handle & IDX_MASK];
+            const hot *r = &t->hot[t->due[k].idx];
             if (r->handle == t->due[k].handle && r->where == IN_DUE)
                 return 0.0;
         }
@@ -1361,7 +1452,9 @@ int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h
         return tk__world_error(w, TK_EINVAL, "a restored timer is pending, active or paused");
     if (t->in_pass)
         return tk__world_error(w, TK_ESTATE, "timers cannot be restored during a pass");
-    if (idx < t->n_recs && t->hot[idx].handle != 0)
+    if (lookup(t, h) != NIL)
+        return tk__world_error(w, TK_EEXIST, "timer handle %llu exists", (unsigned long long)h);
+    if (idx < t->n_recs && t->hot[idx].handle != 0 && (t->hot[idx].handle & IDX_MASK) == idx)
         return tk__world_error(w, TK_EEXIST, "timer slot %u is taken", idx);
     if (desc->owner && owner_find(t, desc->owner) == SIZE_MAX && owner_reserve(t) < 0)
         return tk__world_error(w, TK_ENOMEM, "out of memory for a timer");
@@ -1371,7 +1464,21 @@ int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h
         t->n_recs = 0;
         t->free_head = NIL;
     }
-    if (idx < t->n_recs) {
+    /* Records are indexed by slot, so a handle whose slot lies far past the
+     * records in use (a snapshot naming slot 16,777,214 for its only timer)
+     * would cost every record up to it.  Such a handle, or one whose slot's
+     * record already holds another alias, goes to any free record and is
+     * found through the alias table: memory stays proportional to the live
+     * timers (at most 2 records per live timer + 1024 are made by restores). */
+    bool alias = idx < t->n_recs ? t->hot[idx].handle != 0
+                                 : (size_t)idx >= 2 * (live_count(t) + 1) + 1024;
+    if (alias) {
+        if (alias_reserve(t) < 0 ||
+            (t->free_head == NIL && reserve_records(t, (size_t)t->n_recs + 1) < 0))
+            return tk__world_error(w, TK_ENOMEM, "out of memory for a timer");
+        idx = take_record(t);
+        alias_put(t, h, idx);
+    } else if (idx < t->n_recs) {
         /* unlink slot idx from the free list */
         uint32_t prev = NIL, i = t->free_head;
         while (i != NIL && i != idx) {

@@ -64,6 +64,14 @@ static const tkd_config_key keys[] = {
      "bytes",
      "Past this resident memory, requests that grow the world (spawns, timers, "
      "tickables, loads...) are refused with limit exceeded; 0 = no limit."},
+    {"world", "max_tick_functions", TKD_CFG_UINT, "20000000", 1, 1000000000, true,
+     F(max_tick_functions), "tick functions",
+     "Cap on registered tick functions (an entity's and each component's); a "
+     "spawn past it fails with limit exceeded."},
+    {"world", "max_template_bytes", TKD_CFG_BYTES, "67108864", 1024, 17179869184ull, true,
+     F(max_template_bytes), "bytes",
+     "Cap on the bytes of spawn templates held by spawner props (one copy per "
+     "request); a spawn past it fails with limit exceeded."},
 
     {"control", "socket", TKD_CFG_PATH, "run/tickd.sock", 0, 0, false,
      F(socket), "", "Path of the JSON-RPC Unix socket."},

@@ -80,6 +80,8 @@ typedef struct tkd_config {
     double time_dilation;       /* factor, initial world time dilation        */
     unsigned max_entities;      /* entities, cap on live entities             */
     size_t max_memory;          /* bytes of RSS past which growth is refused  */
+    unsigned max_tick_functions; /* tick functions registered at once          */
+    size_t max_template_bytes;  /* bytes of spawn templates held by props     */
     /* [control] */
     char *socket;               /* path of the control socket (owned)         */
     unsigned socket_mode;       /* permission bits of the socket file         */

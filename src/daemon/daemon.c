@@ -285,6 +285,10 @@ static void reload_change(void *ud, const tkd_config_key *key, const char *old_t
         tk_world_set_time_dilation(d->world, d->cfg.time_dilation, NULL);
     else if (!strcmp(s, "world") && !strcmp(n, "max_entities"))
         tks_set_max_entities(d->sim, d->cfg.max_entities);
+    else if (!strcmp(s, "world") && !strcmp(n, "max_tick_functions"))
+        tks_set_max_tick_functions(d->sim, d->cfg.max_tick_functions);
+    else if (!strcmp(s, "world") && !strcmp(n, "max_template_bytes"))
+        tks_set_max_template_bytes(d->sim, d->cfg.max_template_bytes);
     else if (!strcmp(s, "control") && !strcmp(n, "max_clients"))
         tkd_server_set_max_clients(d->srv, d->cfg.max_clients);
     else if (!strcmp(s, "control") && !strcmp(n, "max_line"))
@@ -516,7 +520,9 @@ int tkd_init(tkd *d, char *err, size_t errlen)
         return -1;
     }
     d->world = tk_engine_world(d->engine);
-    tks_config sc = {.max_entities = d->cfg.max_entities};
+    tks_config sc = {.max_entities = d->cfg.max_entities,
+                     .max_tick_functions = d->cfg.max_tick_functions,
+                     .max_template_bytes = d->cfg.max_template_bytes};
     d->sim = tks_new(d->engine, &sc);
     for (size_t i = 0; i < d->cfg.levels.count; i++) {
         const char *name = d->cfg.levels.items[i];

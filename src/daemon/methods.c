@@ -531,6 +531,7 @@ struct tkd_job {
     uint64_t done;          /* entities spawned / destroyed so far        */
     /* JOB_SPAWN */
     tks_spawn_req *req;     /* deep copy; count = the whole spawn        */
+    tks_share *share;       /* its templates, shared by all its slices   */
     tks_id first;
     /* JOB_DESTROY: ids[next_ix..]; JOB_LEVEL_REMOVE: next_ix = next id to look at */
     tks_id *ids;
@@ -547,6 +548,7 @@ static const char *job_method(const tkd_job *j)
 
 static void job_free(tkd_job *j)
 {
+    tks_share_free(j->share);
     if (j->req)
         tks_spawn_req_free(j->req);
     tk_free(j->ids);
@@ -594,7 +596,9 @@ static bool job_step(tkd *d, tkd_job *j)
     if (j->kind == JOB_SPAWN) {
         tks_spawn_req slice = *j->req;
         slice.count = j->req->count - j->done < STEP ? j->req->count - j->done : STEP;
-        int rc = tks_spawn_ids(d->sim, &slice, j->first + j->done, err);
+        if (!j->share)
+            j->share = tks_share_new();
+        int rc = tks_spawn_ids(d->sim, &slice, j->first + j->done, j->share, err);
         if (rc) {
             uint64_t done = j->done;
             spawn_undo(d, j);

@@ -20,7 +20,9 @@ int tkd_init_offline(tkd *d, char *err, size_t errlen)
         return -1;
     }
     d->world = tk_engine_world(d->engine);
-    tks_config sc = {.max_entities = d->cfg.max_entities};
+    tks_config sc = {.max_entities = d->cfg.max_entities,
+                     .max_tick_functions = d->cfg.max_tick_functions,
+                     .max_template_bytes = d->cfg.max_template_bytes};
     d->sim = tks_new(d->engine, &sc);
     d->offline = true;
     for (size_t i = 0; i < d->cfg.plugins.count; i++) {

@@ -4,9 +4,11 @@
  *
  * Storage: entities are individually allocated records (obj header, id,
  * components, life-span timer, level, dilation, then the class state), found
- * by id through a table of 4096-id chunks; a chunk is freed when every id in
- * it is dead, so churn does not grow memory.  Ids come from a counter that
- * only grows.
+ * by id through an open-addressing hash table, and listed in id order from
+ * an array of pointers (holes where entities died, compacted when they are
+ * half of it).  Both are proportional to the live entities, never to the
+ * ids' values: a snapshot may name any id below 2^53.  Ids come from a
+ * counter that only grows.
  *
  * Every mutating call validates the whole request first, then applies it;
  * applying cannot fail except by running out of memory, which aborts
@@ -29,22 +31,32 @@
         }                                                                      \
     } while (0)
 
-#define CHUNK_BITS 12
-#define CHUNK (1u << CHUNK_BITS)
 #define MAX_NESTING 8
 
-typedef struct idchunk {
-    tks_entity *e[CHUNK];
-    uint32_t live;
-} idchunk;
+typedef struct idslot {
+    tks_id id;                 /* 0 = empty */
+    tks_entity *e;
+} idslot;
 
 struct tks_sim {
     tk_engine_t *engine;
     tk_world_t *w;
     tks_class **classes;       /* registered classes (stable addresses) */
     size_t n_classes;
-    idchunk **chunks;          /* by id >> CHUNK_BITS */
-    size_t n_chunks;
+    idslot *ids;               /* id -> entity, open addressing (load <= 1/2) */
+    size_t ids_cap;            /* power of two, 0 = none yet                  */
+    tks_entity **ord;          /* entities by id; NULL where one died          */
+    size_t n_ord, cap_ord, n_ord_dead;
+    tks_id ord_max;            /* largest id appended to ord                   */
+    bool ord_unsorted;         /* an id below ord_max was appended (restores)  */
+    int iterating;             /* walks of ord under way: no compaction        */
+    uint64_t max_tick_functions; /* registered at once (world.max_tick_functions) */
+    uint64_t max_template_bytes; /* held by spawn props (world.max_template_bytes) */
+    uint64_t tmpl_bytes;       /* bytes, spawn templates held now               */
+    struct share { const tks_spawn_req *src; struct tmpl *t; } *share;
+    size_t n_share, cap_share; /* templates made by the spawn under way         */
+    bool sharing;              /* a spawn is applying props: share templates    */
+    bool share_keep;           /* the top spawn keeps its shares (a session)   */
     tks_id next_id;            /* next id to give (ids start at 1) */
     uint64_t live;
     uint64_t reserved;         /* ids reserved for spawns in slices, not yet live */
@@ -185,6 +197,10 @@ tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg)
     s->w = tk_engine_world(engine);
     s->next_id = 1;
     s->max_entities = cfg && cfg->max_entities ? cfg->max_entities : UINT64_MAX;
+    s->max_tick_functions =
+        cfg && cfg->max_tick_functions ? cfg->max_tick_functions : UINT64_MAX;
+    s->max_template_bytes =
+        cfg && cfg->max_template_bytes ? cfg->max_template_bytes : UINT64_MAX;
     tk_world_set_user(s->w, s);
     tk_world_set_tick_namer(s->w, tick_namer, s);
     for (size_t i = 0; i < tks_n_builtin_classes; i++) {
@@ -226,16 +242,12 @@ void tks_free(tks_sim *s)
     for (size_t i = 0; i < s->n_tickables; i++)
         tk_tickable_remove(s->w, s->tickables[i]);
     tk_free(s->tickables);
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        idchunk *ch = s->chunks[c];
-        if (!ch)
-            continue;
-        for (size_t i = 0; i < CHUNK; i++)
-            if (ch->e[i])
-                free_entity_mem(s, ch->e[i]);
-        tk_free(ch);
-    }
-    tk_free(s->chunks);
+    for (size_t i = 0; i < s->n_ord; i++)
+        if (s->ord[i])
+            free_entity_mem(s, s->ord[i]);
+    tk_free(s->ord);
+    tk_free(s->ids);
+    tk_free(s->share);
     tk_free(s->nospec);
     tk_free(s->level_counts);
     for (size_t i = 0; i < s->n_classes; i++)
@@ -255,6 +267,15 @@ void tks__keep_handle(tks_sim *s, void *handle)
 }
 
 void tks_set_max_entities(tks_sim *s, uint64_t max) { s->max_entities = max ? max : UINT64_MAX; }
+void tks_set_max_tick_functions(tks_sim *s, uint64_t max)
+{
+    s->max_tick_functions = max ? max : UINT64_MAX;
+}
+void tks_set_max_template_bytes(tks_sim *s, uint64_t max)
+{
+    s->max_template_bytes = max ? max : UINT64_MAX;
+}
+uint64_t tks_template_bytes(const tks_sim *s) { return s->tmpl_bytes; }
 tk_engine_t *tks_engine(const tks_sim *s) { return s->engine; }
 tk_world_t *tks_world(const tks_sim *s) { return s->w; }
 void tks_set_on_destroy(tks_sim *s, void (*fn)(void *, tks_id), void *ud)
@@ -290,12 +311,25 @@ const char *tks_class_origin(const tks_class *c) { return c->origin; }
 
 /* ---- ids ---------------------------------------------------------------------- */
 
+static inline size_t id_hash(tks_id id)
+{
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    return (size_t)id;
+}
+
 static tks_entity *tks__entity(tks_sim *s, tks_id id)
 {
-    size_t c = (size_t)(id >> CHUNK_BITS);
-    if (id == 0 || c >= s->n_chunks || !s->chunks[c])
+    if (id == 0 || !s->ids_cap)
         return NULL;
-    return s->chunks[c]->e[id & (CHUNK - 1)];
+    size_t m = s->ids_cap - 1, h = id_hash(id) & m;
+    while (s->ids[h].id) {
+        if (s->ids[h].id == id)
+            return s->ids[h].e;
+        h = (h + 1) & m;
+    }
+    return NULL;
 }
 
 const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
@@ -303,33 +337,97 @@ const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
     return tks__entity((tks_sim *)s, id);
 }
 
+static void ids_insert_raw(tks_sim *s, tks_id id, tks_entity *e)
+{
+    size_t m = s->ids_cap - 1, h = id_hash(id) & m;
+    while (s->ids[h].id)
+        h = (h + 1) & m;
+    s->ids[h].id = id;
+    s->ids[h].e = e;
+}
+
+/* Close the holes of ord (only when no walk is under way). */
+static void ord_compact(tks_sim *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_ord; i++) {
+        if (s->ord[i]) {
+            s->ord[k] = s->ord[i];
+            s->ord[k]->ord = k;
+            k++;
+        }
+    }
+    s->n_ord = k;
+    s->n_ord_dead = 0;
+}
+
+static int ord_cmp(const void *a, const void *b)
+{
+    tks_id x = (*(tks_entity *const *)a)->id, y = (*(tks_entity *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* Before a walk in id order: ord sorted (restores may append out of order). */
+static void ord_prepare(tks_sim *s)
+{
+    if (!s->ord_unsorted || s->iterating)
+        return;
+    ord_compact(s);
+    qsort(s->ord, s->n_ord, sizeof *s->ord, ord_cmp);
+    for (size_t i = 0; i < s->n_ord; i++)
+        s->ord[i]->ord = i;
+    s->ord_unsorted = false;
+}
+
 static void id_put(tks_sim *s, tks_id id, tks_entity *e)
 {
-    size_t c = (size_t)(id >> CHUNK_BITS);
-    if (c >= s->n_chunks) {
-        size_t n = s->n_chunks ? s->n_chunks : 16;
-        while (n <= c)
-            n *= 2;
-        s->chunks = tk_realloc(s->chunks, n * sizeof *s->chunks);
-        memset(s->chunks + s->n_chunks, 0, (n - s->n_chunks) * sizeof *s->chunks);
-        s->n_chunks = n;
+    if ((s->live + 1) * 2 > s->ids_cap) {
+        idslot *old = s->ids;
+        size_t ocap = s->ids_cap;
+        s->ids_cap = ocap ? ocap * 2 : 64;
+        s->ids = tk_calloc(s->ids_cap, sizeof *s->ids);
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].id)
+                ids_insert_raw(s, old[i].id, old[i].e);
+        tk_free(old);
     }
-    if (!s->chunks[c])
-        s->chunks[c] = tk_calloc(1, sizeof(idchunk));
-    s->chunks[c]->e[id & (CHUNK - 1)] = e;
-    s->chunks[c]->live++;
+    ids_insert_raw(s, id, e);
+    if (!s->iterating && s->n_ord_dead > 64 && s->n_ord_dead * 2 > s->n_ord)
+        ord_compact(s);
+    if (s->n_ord == s->cap_ord) {
+        s->cap_ord = s->cap_ord ? s->cap_ord * 2 : 64;
+        s->ord = tk_realloc(s->ord, s->cap_ord * sizeof *s->ord);
+    }
+    if (id < s->ord_max)
+        s->ord_unsorted = true;
+    else
+        s->ord_max = id;
+    e->ord = s->n_ord;
+    s->ord[s->n_ord++] = e;
 }
 
 static void id_drop(tks_sim *s, tks_id id)
 {
-    size_t c = (size_t)(id >> CHUNK_BITS);
-    idchunk *ch = s->chunks[c];
-    ch->e[id & (CHUNK - 1)] = NULL;
-    /* A chunk whose ids are all given out and dead will never be used again. */
-    if (--ch->live == 0 && ((tks_id)(c + 1) << CHUNK_BITS) <= s->next_id) {
-        tk_free(ch);
-        s->chunks[c] = NULL;
+    size_t m = s->ids_cap - 1, i = id_hash(id) & m;
+    while (s->ids[i].id != id)
+        i = (i + 1) & m;
+    tks_entity *e = s->ids[i].e;
+    s->ord[e->ord] = NULL;
+    s->n_ord_dead++;
+    /* Backward-shift deletion: no tombstones, lookups stay short. */
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!s->ids[j].id)
+            break;
+        size_t h = id_hash(s->ids[j].id) & m;
+        if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+            continue;
+        s->ids[i] = s->ids[j];
+        i = j;
     }
+    s->ids[i].id = 0;
+    s->ids[i].e = NULL;
 }
 
 static uint64_t *level_count(tks_sim *s, tk_level_id level)
@@ -349,6 +447,119 @@ uint64_t tks_level_entities(const tks_sim *s, tk_level_id level)
 {
     size_t i = level & 0xffffu;
     return i < s->n_level_counts ? s->level_counts[i] : 0;
+}
+
+/* Live timers of the world (life spans count against TK_TIMER_MAX). */
+static uint64_t timers_live(const tks_sim *s)
+{
+    tk_timer_counts tc;
+    tk_timer_get_counts(s->w, &tc);
+    return (uint64_t)tc.active + tc.paused + tc.pending;
+}
+
+/* A spawn template held by TKP_PROP_SPAWN fields (tkp_spawn_ref.tmpl): one
+ * copy per spawn request, shared by every entity that request made (20,000
+ * spawners of a 100 KB template hold 100 KB, not 2 GB), freed with the last
+ * field that holds it.  Its bytes count against world.max_template_bytes. */
+typedef struct tmpl {
+    size_t refs;          /* fields holding it                          */
+    uint64_t bytes;       /* bytes of the copy (tmpl_req_bytes)         */
+    uint64_t *acct;       /* the sim's tmpl_bytes                       */
+    tks_spawn_req *req;   /* the copy                                   */
+} tmpl;
+
+static uint64_t props_bytes(const tks_prop_kv *kv, size_t n);
+
+/* Bytes a copy of `r` holds (nesting is bounded by MAX_NESTING). */
+static uint64_t tmpl_req_bytes(const tks_spawn_req *r)
+{
+    uint64_t b = sizeof(tmpl) + sizeof *r + (r->cls ? strlen(r->cls) + 1 : 0) +
+                 (r->level ? strlen(r->level) + 1 : 0) + r->n_prereqs * sizeof(tks_id) +
+                 r->n_components * sizeof(tks_component_req) + props_bytes(r->props, r->n_props);
+    for (size_t i = 0; i < r->n_components; i++)
+        b += (r->components[i].cls ? strlen(r->components[i].cls) + 1 : 0) +
+             props_bytes(r->components[i].props, r->components[i].n_props);
+    return b;
+}
+
+static uint64_t props_bytes(const tks_prop_kv *kv, size_t n)
+{
+    uint64_t b = n * sizeof *kv;
+    for (size_t i = 0; i < n; i++) {
+        b += kv[i].key ? strlen(kv[i].key) + 1 : 0;
+        if (kv[i].v.type == TKS_V_STRING && kv[i].v.str)
+            b += strlen(kv[i].v.str) + 1;
+        else if (kv[i].v.type == TKS_V_IDS)
+            b += kv[i].v.n_ids * sizeof(tks_id);
+        else if (kv[i].v.type == TKS_V_SPAWN && kv[i].v.spawn)
+            b += tmpl_req_bytes(kv[i].v.spawn);
+    }
+    return b;
+}
+
+/* The template for `src`: the one this spawn made already, or a new copy. */
+static tmpl *tmpl_share(tks_sim *s, const tks_spawn_req *src)
+{
+    for (size_t i = 0; s && s->sharing && i < s->n_share; i++) {
+        if (s->share[i].src == src) {
+            s->share[i].t->refs++;
+            return s->share[i].t;
+        }
+    }
+    tmpl *t = tk_malloc(sizeof *t);
+    t->refs = 1;
+    t->req = tks_spawn_req_clone(src);
+    t->bytes = tmpl_req_bytes(src);
+    t->acct = s ? &s->tmpl_bytes : NULL;
+    if (t->acct)
+        *t->acct += t->bytes;
+    if (s && s->sharing) {
+        if (s->n_share == s->cap_share) {
+            s->cap_share = s->cap_share ? s->cap_share * 2 : 8;
+            s->share = tk_realloc(s->share, s->cap_share * sizeof *s->share);
+        }
+        s->share[s->n_share].src = src;
+        s->share[s->n_share].t = t;
+        s->n_share++;
+    }
+    return t;
+}
+
+static void tmpl_release(void *p)
+{
+    tmpl *t = p;
+    if (!t || --t->refs)
+        return;
+    if (t->acct)
+        *t->acct -= t->bytes;
+    tks_spawn_req_free(t->req);
+    tk_free(t);
+}
+
+/* Keep the spec of an actor never registered (on_dedicated_server false)
+ * for reports; the entity knows its place in the list, so finding and
+ * removing it is O(1) however many such entities there are. */
+static void nospec_add(tks_sim *s, tks_entity *e, const tk_tick_spec *spec)
+{
+    if (s->n_nospec == s->cap_nospec) {
+        s->cap_nospec = s->cap_nospec ? s->cap_nospec * 2 : 8;
+        s->nospec = tk_realloc(s->nospec, s->cap_nospec * sizeof *s->nospec);
+    }
+    e->nospec = (uint32_t)s->n_nospec;
+    s->nospec[s->n_nospec].id = e->id;
+    s->nospec[s->n_nospec].spec = *spec;
+    s->n_nospec++;
+}
+
+static tks_entity *tks__entity(tks_sim *s, tks_id id);
+
+static void nospec_drop(tks_sim *s, tks_entity *e)
+{
+    size_t i = e->nospec, last = --s->n_nospec;
+    if (i != last) {
+        s->nospec[i] = s->nospec[last];
+        tks__entity(s, s->nospec[i].id)->nospec = (uint32_t)i;
+    }
 }
 
 /* ---- the plugin host ---------------------------------------------------------------- */
@@ -452,18 +663,19 @@ static void api_for_each(const tkp_ctx *c, const tkp_class *cls, void (*fn)(void
                          void *ud)
 {
     tks_sim *s = c->host;
-    for (size_t k = 0; k < s->n_chunks; k++) {
-        for (size_t i = 0; i < CHUNK && s->chunks[k]; i++) {
-            tks_entity *e = s->chunks[k]->e[i];
-            if (!e)
-                continue;
-            if (e->obj.cls->p == cls)
-                fn(ud, &e->obj);
-            for (uint16_t j = 0; j < e->n_comps; j++)
-                if (e->comps[j]->obj.cls->p == cls)
-                    fn(ud, &e->comps[j]->obj);
-        }
+    ord_prepare(s);
+    s->iterating++;
+    for (size_t i = 0; i < s->n_ord; i++) {
+        tks_entity *e = s->ord[i];
+        if (!e)
+            continue;
+        if (e->obj.cls->p == cls)
+            fn(ud, &e->obj);
+        for (uint16_t j = 0; j < e->n_comps; j++)
+            if (e->comps[j]->obj.cls->p == cls)
+                fn(ud, &e->comps[j]->obj);
     }
+    s->iterating--;
     for (size_t i = 0; i < s->n_tickables; i++) {
         tk_tickable_info info;
         if (tk_tickable_get(s->w, s->tickables[i], &info) != 0 || !info.ud)
@@ -504,7 +716,7 @@ static int api_spawn(const tkp_ctx *c, tkp_obj *o, const tkp_spawn_ref *ref, cha
     char e[TKS_ERR_MAX] = "";
     tks_id first;
     int rc = ref->self ? spawn_self(s, o, e)
-                       : ref->tmpl ? tks_spawn(s, ref->tmpl, &first, e)
+                       : ref->tmpl ? tks_spawn(s, ((tmpl *)ref->tmpl)->req, &first, e)
                                    : (snprintf(e, sizeof e, "nothing to spawn"), TK_EINVAL);
     if (rc && err && errlen)
         snprintf(err, errlen, "%s", e);
@@ -954,6 +1166,41 @@ static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int
         return errf(err, TK_ELIMIT, "%s%scount: would exceed world.max_entities (%llu live, max %llu)",
                     p, dot, (unsigned long long)(s->live + s->reserved),
                     (unsigned long long)s->max_entities);
+    /* Ids stay JSON-safe integers (below 2^53). */
+    if (s->next_id + *total > (1ull << 53))
+        return errf(err, TK_ELIMIT, "%s%scount: entity ids would pass 2^53", p, dot);
+    /* Costs counted in what the spawn will hold: tick functions, and the
+     * spawn templates its props carry (one shared copy each). */
+    uint64_t fns = r->tick.on_dedicated_server ? 1 : 0;
+    for (size_t i = 0; i < r->n_components; i++)
+        fns += r->components[i].tick.on_dedicated_server ? 1 : 0;
+    tk_tick_counts tc;
+    tk_tick_get_counts(s->w, &tc);
+    if (fns && (uint64_t)tc.registered + r->count * fns > s->max_tick_functions)
+        return errf(err, TK_ELIMIT,
+                    "%s%scount: %llu tick functions would exceed world.max_tick_functions "
+                    "(%llu registered, max %llu)",
+                    p, dot, (unsigned long long)(r->count * fns),
+                    (unsigned long long)tc.registered, (unsigned long long)s->max_tick_functions);
+    uint64_t tb = 0;
+    for (size_t i = 0; i < r->n_props; i++)
+        if (r->props[i].v.type == TKS_V_SPAWN && r->props[i].v.spawn)
+            tb += tmpl_req_bytes(r->props[i].v.spawn);
+    for (size_t i = 0; i < r->n_components; i++)
+        for (size_t k = 0; k < r->components[i].n_props; k++)
+            if (r->components[i].props[k].v.type == TKS_V_SPAWN &&
+                r->components[i].props[k].v.spawn)
+                tb += tmpl_req_bytes(r->components[i].props[k].v.spawn);
+    if (tb && s->tmpl_bytes + tb > s->max_template_bytes)
+        return errf(err, TK_ELIMIT,
+                    "%s%sprops: spawn templates of %llu bytes would exceed "
+                    "world.max_template_bytes (%llu held, max %llu)",
+                    p, dot, (unsigned long long)tb, (unsigned long long)s->tmpl_bytes,
+                    (unsigned long long)s->max_template_bytes);
+    if (r->life_span > 0 && timers_live(s) + r->count > TK_TIMER_MAX)
+        return errf(err, TK_ELIMIT,
+                    "%s%slife_span: %llu life-span timers would exceed the timer limit (%u)", p,
+                    dot, (unsigned long long)r->count, (unsigned)TK_TIMER_MAX);
     return 0;
 }
 
@@ -983,7 +1230,7 @@ static void release_field(const tks_prop_desc *d, unsigned char *f)
     if (!owns_memory(d))
         return;
     if (d->type == TKS_PROP_SPAWN)
-        tks_spawn_req_free(((tkp_spawn_ref *)f)->tmpl);
+        tmpl_release(((tkp_spawn_ref *)f)->tmpl);
     else if (d->type == TKS_PROP_STRING && *(const char **)f != k_empty)
         tk_free(*(char **)f);
     else if (d->type == TKS_PROP_IDS)
@@ -993,7 +1240,7 @@ static void release_field(const tks_prop_desc *d, unsigned char *f)
 
 /* Store a validated value into its state field `f` (freeing what the field
  * held). */
-static void store_value(const tks_prop_desc *d, unsigned char *f, const tks_value *v)
+static void store_value(tks_sim *s, const tks_prop_desc *d, unsigned char *f, const tks_value *v)
 {
     release_field(d, f);
     switch (d->type) {
@@ -1009,7 +1256,7 @@ static void store_value(const tks_prop_desc *d, unsigned char *f, const tks_valu
         break;
     case TKS_PROP_SPAWN: {
         tkp_spawn_ref *ref = (tkp_spawn_ref *)f;
-        ref->tmpl = v->self || !v->spawn ? NULL : tks_spawn_req_clone(v->spawn);
+        ref->tmpl = v->self || !v->spawn ? NULL : tmpl_share(s, v->spawn);
         ref->self = v->self;
         break;
     }
@@ -1039,16 +1286,17 @@ static void set_default_props(const tks_class *c, void *state)
         if (owns_memory(d))
             detach_field(d, f); /* nothing to release yet */
         else
-            store_value(d, f, &v);
+            store_value(NULL, d, f, &v);
     }
 }
 
 /* Apply validated props (what the fields owned is freed). */
-static void apply_props(const tks_class *c, void *state, const tks_prop_kv *kv, size_t n)
+static void apply_props(tks_sim *s, const tks_class *c, void *state, const tks_prop_kv *kv,
+                        size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const tks_prop_desc *d = find_prop(c, kv[i].key);
-        store_value(d, (unsigned char *)state + d->offset, &kv[i].v);
+        store_value(s, d, (unsigned char *)state + d->offset, &kv[i].v);
     }
 }
 
@@ -1098,6 +1346,14 @@ static tk_tick_id register_tick(tks_sim *s, tks_obj *o, tk_level_id level,
     return id;
 }
 
+/* The timer rate of a life span (> 0 s).  As Unreal's SetLifeSpan, a span
+ * shorter than the timer manager's 1 ns resolution still destroys the entity,
+ * at the next timer tick, rather than being refused. */
+static double life_rate(double span)
+{
+    return tk_s_to_ns(span) < 1 ? 1e-9 : span;
+}
+
 static void life_expired(void *ud, tk_timer_handle h, tk_world_t *w)
 {
     (void)h;
@@ -1133,15 +1389,57 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *r, tks_id *first, char err[TKS_ER
     return spawn_at(s, r, 0, first, err);
 }
 
-int tks_spawn_ids(tks_sim *s, const tks_spawn_req *r, tks_id first, char err[TKS_ERR_MAX])
+/* The templates a spawn in slices made, shared by all its slices: the
+ * session holds a reference on each, so they outlive destroys in between. */
+struct tks_share {
+    struct share *e;
+    size_t n, cap;
+};
+
+static void tmpl_release(void *p);
+
+tks_share *tks_share_new(void) { return tk_calloc(1, sizeof(tks_share)); }
+
+void tks_share_free(tks_share *ss)
+{
+    if (!ss)
+        return;
+    for (size_t i = 0; i < ss->n; i++)
+        tmpl_release(ss->e[i].t);
+    tk_free(ss->e);
+    tk_free(ss);
+}
+
+int tks_spawn_ids(tks_sim *s, const tks_spawn_req *r, tks_id first, tks_share *ss,
+                  char err[TKS_ERR_MAX])
 {
     if (first == 0 || first + r->count > s->next_id || r->count > s->reserved)
         return errf(err, TK_EINVAL, "ids %llu..%llu were not reserved",
                     (unsigned long long)first, (unsigned long long)(first + r->count - 1));
     /* The slice's own ids are reserved: they count once, as live. */
     s->reserved -= r->count;
+    /* The session's templates are this spawn's: swap them in. */
+    struct share *own = s->share;
+    size_t own_n = s->n_share, own_cap = s->cap_share;
+    if (ss) {
+        s->share = ss->e;
+        s->n_share = ss->n;
+        s->cap_share = ss->cap;
+    }
+    s->share_keep = ss != NULL;
     tks_id f;
     int rc = spawn_at(s, r, first, &f, err);
+    s->share_keep = false;
+    if (ss) {
+        /* spawn_at kept the templates it made, each with a reference of the
+         * session's. */
+        ss->e = s->share;
+        ss->cap = s->cap_share;
+        ss->n = s->n_share;
+        s->share = own;
+        s->n_share = own_n;
+        s->cap_share = own_cap;
+    }
     if (rc)
         s->reserved += r->count;
     return rc;
@@ -1152,6 +1450,8 @@ int tks_spawn_ids(tks_sim *s, const tks_spawn_req *r, tks_id first, char err[TKS
 static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first,
                     char err[TKS_ERR_MAX])
 {
+    bool keep = s->share_keep; /* for this spawn only, not nested ones */
+    s->share_keep = false;
     uint64_t total = 0;
     int rc = check_spawn(s, r, "", 0, &total, &live_mode, err);
     if (rc)
@@ -1176,7 +1476,12 @@ static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first
     }
     float dil = (float)r->dilation;
     *first = at ? at : s->next_id;
+    /* Entities of this request share its templates (create hooks may spawn:
+     * a nested spawn shares its own, above share_base). */
+    size_t share_base = s->n_share;
+    bool was_sharing = s->sharing;
     for (uint64_t k = 0; k < r->count; k++) {
+        s->sharing = true;
         tks_id id = at ? at + k : s->next_id++;
         tks_entity *e = tk_calloc(1, sizeof *e + c->p->state_size);
         e->obj.cls = c;
@@ -1186,7 +1491,7 @@ static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first
         e->level = level;
         e->dilation = dil;
         set_default_props(c, e->state);
-        apply_props(c, e->state, r->props, r->n_props);
+        apply_props(s, c, e->state, r->props, r->n_props);
         id_put(s, id, e);
         s->live++;
         (*level_count(s, level))++;
@@ -1198,7 +1503,7 @@ static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first
                 cp->obj.owner = e;
                 cp->obj.comp = (int16_t)i;
                 set_default_props(ccls[i], cp->state);
-                apply_props(ccls[i], cp->state, r->components[i].props,
+                apply_props(s, ccls[i], cp->state, r->components[i].props,
                             r->components[i].n_props);
                 e->comps[i] = cp;
             }
@@ -1221,14 +1526,9 @@ static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first
         }
         if (!r->tick.on_dedicated_server) {
             /* Never registered: keep the spec aside for reports. */
-            if (s->n_nospec == s->cap_nospec) {
-                s->cap_nospec = s->cap_nospec ? s->cap_nospec * 2 : 8;
-                s->nospec = tk_realloc(s->nospec, s->cap_nospec * sizeof *s->nospec);
-            }
-            s->nospec[s->n_nospec].id = id;
-            s->nospec[s->n_nospec].spec = r->tick;
-            s->n_nospec++;
+            nospec_add(s, e, &r->tick);
         }
+        s->sharing = was_sharing;
         /* Class hooks (a follower links itself to its target). */
         tkp_ctx ctx = make_ctx(s, NULL);
         if (c->p->create)
@@ -1238,7 +1538,7 @@ static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first
                 ccls[i]->p->create(&e->comps[i]->obj, &ctx);
         if (r->life_span > 0) {
             tk_timer_desc td = {0};
-            td.rate = r->life_span;
+            td.rate = life_rate(r->life_span);
             td.first_delay = -1;
             td.fn = life_expired;
             td.ud = (void *)(uintptr_t)id;
@@ -1247,6 +1547,14 @@ static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first
             TK_ALWAYS_SIM(rc == 0);
         }
     }
+    if (keep) {
+        /* A session (tks_spawn_ids) keeps what this spawn made. */
+        for (size_t i = share_base; i < s->n_share; i++)
+            s->share[i].t->refs++;
+    } else {
+        s->n_share = share_base;
+    }
+    s->sharing = was_sharing;
     tk_free(pre);
     return 0;
 }
@@ -1262,14 +1570,8 @@ static void destroy_one(tks_sim *s, tks_entity *e)
         if (e->comps[i]->obj.tick != TK_TICK_NONE)
             tk_tick_unregister(s->w, e->comps[i]->obj.tick);
     tk_timer_clear_owner(s->w, id);
-    if (e->obj.flags & TKS_OBJ_NOTICK) {
-        for (size_t i = 0; i < s->n_nospec; i++) {
-            if (s->nospec[i].id == id) {
-                s->nospec[i] = s->nospec[--s->n_nospec];
-                break;
-            }
-        }
-    }
+    if (e->obj.flags & TKS_OBJ_NOTICK)
+        nospec_drop(s, e);
     (*level_count(s, e->level))--;
     s->live--;
     id_drop(s, id);
@@ -1312,16 +1614,14 @@ int tks_level_remove(tks_sim *s, const char *name, char err[TKS_ERR_MAX])
         return errf(err, TK_ENOENT, "name: level '%s' does not exist", name ? name : "");
     if (l == TK_LEVEL_PERSISTENT)
         return errf(err, TK_ESTATE, "name: the persistent level cannot be removed");
-    for (size_t c = 0; c < s->n_chunks && tks_level_entities(s, l); c++) {
-        idchunk *ch = s->chunks[c];
-        if (!ch)
-            continue;
-        for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
-            tks_entity *e = s->chunks[c]->e[i];
-            if (e && e->level == l)
-                destroy_one(s, e);
-        }
+    ord_prepare(s);
+    s->iterating++;
+    for (size_t i = 0; i < s->n_ord && tks_level_entities(s, l); i++) {
+        tks_entity *e = s->ord[i];
+        if (e && e->level == l)
+            destroy_one(s, e);
     }
+    s->iterating--;
     int rc = tk_level_remove(s->w, l);
     if (rc)
         return errf(err, rc, "name: %s", tk_world_last_error(s->w));
@@ -1365,10 +1665,9 @@ const tk_tick_spec *tks_entity_tick_spec(const tks_sim *s, const tks_entity *e, 
                    : NULL;
     if (!(e->obj.flags & TKS_OBJ_NOTICK))
         return NULL;
-    for (size_t i = 0; i < s->n_nospec; i++)
-        if (s->nospec[i].id == e->id)
-            return &s->nospec[i].spec;
-    return NULL;
+    return e->nospec < s->n_nospec && s->nospec[e->nospec].id == e->id
+               ? &s->nospec[e->nospec].spec
+               : NULL;
 }
 
 /* The value of a declared prop in a state. */
@@ -1393,7 +1692,7 @@ static void read_prop(const tks_prop_desc *d, const void *state, tks_value *v)
     case TKS_PROP_SPAWN: {
         const tkp_spawn_ref *ref = (const tkp_spawn_ref *)f;
         v->type = TKS_V_SPAWN;
-        v->spawn = ref->tmpl;
+        v->spawn = ref->tmpl ? ((const tmpl *)ref->tmpl)->req : NULL;
         v->self = ref->self;
         break;
     }
@@ -1442,7 +1741,7 @@ int tks_entity_set_props(tks_sim *s, tks_id id, const tks_prop_kv *kv, size_t n,
             return rc;
     }
     if (!c->p->props_changed) {
-        apply_props(c, e->state, kv, n);
+        apply_props(s, c, e->state, kv, n);
         return 0;
     }
     /* `old` keeps the replaced strings, ids and templates alive until the
@@ -1455,7 +1754,7 @@ int tks_entity_set_props(tks_sim *s, tks_id id, const tks_prop_kv *kv, size_t n,
         if (owns_memory(d))
             detach_field(d, e->state + d->offset);
     }
-    apply_props(c, e->state, kv, n);
+    apply_props(s, c, e->state, kv, n);
     tkp_ctx ctx = make_ctx(s, NULL);
     c->p->props_changed(&e->obj, old, &ctx);
     for (size_t i = 0; i < n; i++) {
@@ -1470,26 +1769,27 @@ uint64_t tks_entity_list(const tks_sim *s, tk_level_id level, const tks_class *c
                          uint64_t offset, uint64_t limit,
                          void (*fn)(void *ud, const tks_entity *e), void *ud)
 {
+    /* Sorting a restored world's list is a cache, not a change. */
+    tks_sim *ms = (tks_sim *)s;
+    ord_prepare(ms);
     uint64_t total = 0;
     bool unfiltered = level == TK_LEVEL_NONE && !cls;
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        const idchunk *ch = s->chunks[c];
-        if (!ch)
-            continue;
-        /* Without filters whole chunks before `offset` are skipped by count. */
-        if (unfiltered && total + ch->live <= offset) {
-            total += ch->live;
-            continue;
-        }
-        for (size_t i = 0; i < CHUNK; i++) {
-            const tks_entity *e = ch->e[i];
-            if (!e || (level != TK_LEVEL_NONE && e->level != level) || (cls && e->obj.cls != cls))
-                continue;
-            if (total >= offset && total - offset < limit && fn)
-                fn(ud, e);
-            total++;
-        }
+    size_t i = 0;
+    /* Without filters and holes the entities before `offset` are skipped. */
+    if (unfiltered && s->n_ord_dead == 0 && !s->ord_unsorted) {
+        total = offset < s->n_ord ? offset : s->n_ord;
+        i = (size_t)total;
     }
+    ms->iterating++;
+    for (; i < s->n_ord; i++) {
+        const tks_entity *e = s->ord[i];
+        if (!e || (level != TK_LEVEL_NONE && e->level != level) || (cls && e->obj.cls != cls))
+            continue;
+        if (total >= offset && total - offset < limit && fn)
+            fn(ud, e);
+        total++;
+    }
+    ms->iterating--;
     return total;
 }
 
@@ -1575,7 +1875,7 @@ static tks_tickable *tickable_new(tks_sim *s, const tks_class *c, const tks_prop
     t->obj.comp = -2;
     t->sim = s;
     set_default_props(c, t->state);
-    apply_props(c, t->state, props, n_props);
+    apply_props(s, c, t->state, props, n_props);
     return t;
 }
 
@@ -1692,13 +1992,14 @@ void tks_clear(tks_sim *s)
     for (size_t i = 0; i < s->n_tickables; i++)
         tk_tickable_remove(s->w, s->tickables[i]);
     s->n_tickables = 0;
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
-            tks_entity *e = s->chunks[c]->e[i];
-            if (e)
-                destroy_one(s, e);
-        }
-    }
+    s->iterating++;
+    for (size_t i = 0; i < s->n_ord; i++)
+        if (s->ord[i])
+            destroy_one(s, s->ord[i]);
+    s->iterating--;
+    ord_compact(s);
+    s->ord_unsorted = false;
+    s->ord_max = 0;
 }
 
 static void restore_fn(tks_sim *s, tks_obj *o, tk_level_id level, const tks_fn_restore *fr,
@@ -1721,6 +2022,9 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
         return errf(err, TK_EINVAL, "class: unknown class '%s'", r->cls ? r->cls : "");
     if (tks__entity(s, r->id))
         return errf(err, TK_EEXIST, "id: entity %llu exists", (unsigned long long)r->id);
+    if (r->life_remaining >= 0 && timers_live(s) >= TK_TIMER_MAX)
+        return errf(err, TK_ELIMIT, "life_span: the timer limit (%u) is reached",
+                    (unsigned)TK_TIMER_MAX);
     tk_level_id level = TK_LEVEL_PERSISTENT;
     if (r->level && tk_level_find(s->w, r->level, &level) != 0)
         return errf(err, TK_ENOENT, "level: level '%s' does not exist", r->level);
@@ -1733,7 +2037,7 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
     e->level = level;
     e->dilation = dil;
     set_default_props(c, e->state);
-    apply_props(c, e->state, r->props, r->n_props);
+    apply_props(s, c, e->state, r->props, r->n_props);
     id_put(s, r->id, e);
     if (r->id >= s->next_id)
         s->next_id = r->id + 1;
@@ -1748,27 +2052,21 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
             cp->obj.owner = e;
             cp->obj.comp = (int16_t)i;
             set_default_props(cc, cp->state);
-            apply_props(cc, cp->state, r->components[i].props, r->components[i].n_props);
+            apply_props(s, cc, cp->state, r->components[i].props, r->components[i].n_props);
             e->comps[i] = cp;
         }
         e->n_comps = (uint16_t)r->n_components;
     }
     restore_fn(s, &e->obj, level, &r->fn, dil, NULL);
     if (!r->fn.spec.on_dedicated_server) {
-        if (s->n_nospec == s->cap_nospec) {
-            s->cap_nospec = s->cap_nospec ? s->cap_nospec * 2 : 8;
-            s->nospec = tk_realloc(s->nospec, s->cap_nospec * sizeof *s->nospec);
-        }
-        s->nospec[s->n_nospec].id = r->id;
-        s->nospec[s->n_nospec].spec = r->fn.spec;
-        s->n_nospec++;
+        nospec_add(s, e, &r->fn.spec);
     }
     for (size_t i = 0; i < r->n_components; i++)
         restore_fn(s, &e->comps[i]->obj, level, &r->components[i].fn, dil,
                    &e->comps[i]->spec_kept);
     if (r->life_remaining >= 0) {
         tk_timer_desc td = {0};
-        td.rate = r->life_remaining > 0 ? r->life_remaining : 1e-9;
+        td.rate = life_rate(r->life_remaining);
         td.first_delay = -1;
         td.fn = life_expired;
         td.ud = (void *)(uintptr_t)r->id;
@@ -1782,20 +2080,21 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
 void tks_restore_done(tks_sim *s)
 {
     tkp_ctx ctx = make_ctx(s, NULL);
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        for (size_t i = 0; i < CHUNK && s->chunks[c]; i++) {
-            tks_entity *e = s->chunks[c]->e[i];
-            if (!e)
-                continue;
-            if (e->obj.cls->p->create)
-                e->obj.cls->p->create(&e->obj, &ctx);
-            for (uint16_t k = 0; k < e->n_comps; k++) {
-                tks_obj *o = &e->comps[k]->obj;
-                if (o->cls->p->create)
-                    o->cls->p->create(o, &ctx);
-            }
+    ord_prepare(s);
+    s->iterating++;
+    for (size_t i = 0; i < s->n_ord; i++) {
+        tks_entity *e = s->ord[i];
+        if (!e)
+            continue;
+        if (e->obj.cls->p->create)
+            e->obj.cls->p->create(&e->obj, &ctx);
+        for (uint16_t k = 0; k < e->n_comps; k++) {
+            tks_obj *o = &e->comps[k]->obj;
+            if (o->cls->p->create)
+                o->cls->p->create(o, &ctx);
         }
     }
+    s->iterating--;
 }
 
 int tks_tickable_restore(tks_sim *s, const char *cls, const tk_tickable_desc *desc,

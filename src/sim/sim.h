@@ -108,11 +108,19 @@ void tks_spawn_req_free(tks_spawn_req *r);
 
 typedef struct tks_config {
     uint64_t max_entities;     /* live entities at once                 */
+    uint64_t max_tick_functions; /* registered tick functions at once; 0 = no cap */
+    uint64_t max_template_bytes; /* bytes of spawn templates held; 0 = no cap     */
 } tks_config;
 
 tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg);
 void tks_free(tks_sim *s);
 void tks_set_max_entities(tks_sim *s, uint64_t max);
+/* Limits a spawn is checked against before it creates anything (-32003,
+ * naming the key): world.max_tick_functions and world.max_template_bytes. */
+void tks_set_max_tick_functions(tks_sim *s, uint64_t max);
+void tks_set_max_template_bytes(tks_sim *s, uint64_t max);
+/* Bytes of spawn templates held by entities' and tickables' props now. */
+uint64_t tks_template_bytes(const tks_sim *s);
 
 tk_engine_t *tks_engine(const tks_sim *s);
 tk_world_t *tks_world(const tks_sim *s);
@@ -177,12 +185,18 @@ int tks_spawn(tks_sim *s, const tks_spawn_req *req, tks_id *first, char err[TKS_
  * creating anything; tks_reserve_ids takes `n` consecutive ids and counts
  * them against max_entities until spawned or released; tks_spawn_ids
  * spawns req->count entities with the reserved ids first.. (validated
- * again: a prerequisite or level may have gone meanwhile); tks_release_ids
- * gives back reservations that will not be spawned.
+ * again: a prerequisite or level may have gone meanwhile), sharing the
+ * spawn templates of its props with the other slices of the same session
+ * (tks_share_new; NULL: none), which holds them until tks_share_free;
+ * tks_release_ids gives back reservations that will not be spawned.
  */
 int tks_spawn_check(tks_sim *s, const tks_spawn_req *req, char err[TKS_ERR_MAX]);
 tks_id tks_reserve_ids(tks_sim *s, uint64_t n);
-int tks_spawn_ids(tks_sim *s, const tks_spawn_req *req, tks_id first, char err[TKS_ERR_MAX]);
+typedef struct tks_share tks_share;
+tks_share *tks_share_new(void);
+void tks_share_free(tks_share *ss);
+int tks_spawn_ids(tks_sim *s, const tks_spawn_req *req, tks_id first, tks_share *ss,
+                  char err[TKS_ERR_MAX]);
 void tks_release_ids(tks_sim *s, uint64_t n);
 
 /* Destroy entities.  All-or-nothing: any unknown id is TK_ENOENT naming it

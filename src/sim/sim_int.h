@@ -32,9 +32,11 @@ struct tks_entity {
     tks_id id;
     tks_comp **comps;         /* n_comps components, NULL if none */
     tk_timer_handle life;     /* life span timer, 0 if none       */
+    size_t ord;               /* position in the sim's id-ordered list */
     tk_level_id level;
     float dilation;
     uint16_t n_comps;
+    uint32_t nospec;          /* index in the sim's nospec list (TKS_OBJ_NOTICK) */
     alignas(8) unsigned char state[];
 };
 
