@@ -7,98 +7,257 @@
  * the world and rebuilds it.  Nothing in the apply phase can fail on a
  * checked document.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "params.h"
 #include "snapshot.h"
 
-/* ---- building ------------------------------------------------------------------ */
+/* ---- writing ------------------------------------------------------------------
+ *
+ * The document is streamed straight to a buffered FILE (no jansson tree of
+ * the whole world: for a million entities that tree and its text were most
+ * of the time and twice the memory).  Numbers are written as jansson writes
+ * them with JSON_REAL_PRECISION(17), so the bytes match the old writer's.
+ * A prop that the simulation drove to a non-finite value is written as the
+ * string "inf", "-inf" or "nan" (what entity.get shows), and read back so.
+ */
 
-static json_t *jid(uint64_t v) { return json_integer((json_int_t)v); }
+/* What a writer counted, for the result of world.save. */
+typedef struct snap_counts {
+    uint64_t entities, timers, tickables;
+} snap_counts;
 
-static json_t *fn_json(tkd *d, const tks_entity *e, int comp)
+static void w_u64(FILE *f, uint64_t v)
+{
+    char b[24];
+    size_t i = sizeof b;
+    do {
+        b[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    fwrite(b + i, 1, sizeof b - i, f);
+}
+
+/* A double as jansson's jsonp_dtostr writes it ("%.17g", exponent without
+ * '+' or leading zeros, ".0" appended to integral values); non-finite
+ * values as the strings "inf", "-inf", "nan". */
+static void w_real(FILE *f, double v)
+{
+    if (!isfinite(v)) {
+        fputs(isnan(v) ? "\"nan\"" : v > 0 ? "\"inf\"" : "\"-inf\"", f);
+        return;
+    }
+    if (v == floor(v) && fabs(v) < 1e15) {
+        if (v < 0 || (v == 0 && signbit(v)))
+            fputc('-', f);
+        w_u64(f, (uint64_t)fabs(v));
+        fputs(".0", f);
+        return;
+    }
+    char b[40];
+    int n = snprintf(b, sizeof b, "%.17g", v);
+    char *e = strchr(b, 'e');
+    if (e) {
+        char *q = e + 1, *r = e + 1;
+        if (*r == '+')
+            r++;
+        else if (*r == '-')
+            *q++ = *r++;
+        while (*r == '0' && r[1])
+            r++;
+        memmove(q, r, strlen(r) + 1);
+        n = (int)strlen(b);
+    } else if (!strchr(b, '.')) {
+        memcpy(b + n, ".0", 3);
+        n += 2;
+    }
+    fwrite(b, 1, (size_t)n, f);
+}
+
+static void w_bool(FILE *f, bool v) { fputs(v ? "true" : "false", f); }
+
+/* `"key":` for a key known to need no escaping. */
+static void w_key(FILE *f, const char *k)
+{
+    fputc('"', f);
+    fputs(k, f);
+    fputs("\":", f);
+}
+
+/* Any JSON value through jansson (strings, actions, templates); steals j. */
+static void w_json(FILE *f, json_t *j)
+{
+    if (!j) {
+        fputs("null", f);
+        return;
+    }
+    json_dumpf(j, f, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    json_decref(j);
+}
+
+static void w_str(FILE *f, const char *s) { w_json(f, json_string(s)); }
+
+static void w_spec(FILE *f, const tk_tick_spec *s)
+{
+    tk_group end = s->end_group == TK_GROUP_SAME ? s->group : s->end_group;
+    fputs("{\"group\":\"", f);
+    fputs(tk_group_name(s->group), f);
+    fputs("\",\"end_group\":\"", f);
+    fputs(tk_group_name(end), f);
+    fputs("\",\"interval\":", f);
+    w_real(f, s->interval);
+    fputs(",\"enabled\":", f);
+    w_bool(f, s->enabled);
+    fputs(",\"even_when_paused\":", f);
+    w_bool(f, s->even_when_paused);
+    fputs(",\"high_priority\":", f);
+    w_bool(f, s->high_priority);
+    fputs(",\"batch\":", f);
+    w_bool(f, s->batch);
+    fputs(",\"on_dedicated_server\":", f);
+    w_bool(f, s->on_dedicated_server);
+    fputs(",\"any_thread\":", f);
+    w_bool(f, s->any_thread);
+}
+
+/* One tick function: its spec, and if registered its counters and
+ * prerequisites (all of them, however many). */
+static void w_fn(FILE *f, tkd *d, const tks_entity *e, int comp)
 {
     tk_tick_id id = tks_entity_tick(e, comp);
-    json_t *o;
     tk_tick_info info;
     if (id != TK_TICK_NONE && tk_tick_get(d->world, id, &info) == 0) {
-        o = tkd_j_tick_spec(&info.spec);
+        w_spec(f, &info.spec);
         tk_tick_restore st;
         tk_tick_save(d->world, id, &st);
-        json_object_set_new(o, "ticks", jid(st.ticks));
-        json_object_set_new(o, "last_frame", jid(st.last_frame));
-        json_object_set_new(o, "last_dt", json_real(st.last_dt));
-        json_object_set_new(o, "accum_dt", json_real(st.accum_dt));
-        json_object_set_new(o, "cooldown", json_real(st.cooldown));
-        json_object_set_new(o, "since_last_tick", json_real(st.since_last_tick));
-        json_t *pre = json_array();
-        tk_tick_id p[64];
-        size_t n = tk_tick_prerequisites(d->world, id, p, 64);
-        for (size_t i = 0; i < n && i < 64; i++) {
+        fputs(",\"ticks\":", f);
+        w_u64(f, st.ticks);
+        fputs(",\"last_frame\":", f);
+        w_u64(f, st.last_frame);
+        fputs(",\"last_dt\":", f);
+        w_real(f, st.last_dt);
+        fputs(",\"accum_dt\":", f);
+        w_real(f, st.accum_dt);
+        fputs(",\"cooldown\":", f);
+        w_real(f, st.cooldown);
+        fputs(",\"since_last_tick\":", f);
+        w_real(f, st.since_last_tick);
+        fputs(",\"prerequisites\":[", f);
+        tk_tick_id local[64], *p = local;
+        size_t n = tk_tick_prerequisites(d->world, id, local, 64);
+        if (n > 64) {
+            p = tk_malloc(n * sizeof *p);
+            n = tk_tick_prerequisites(d->world, id, p, n);
+        }
+        bool first = true;
+        for (size_t i = 0; i < n; i++) {
             int pc = -1;
             const tks_entity *pe = tks_tick_owner(d->sim, p[i], &pc);
             if (!pe)
                 continue;
-            json_t *t = json_object();
-            json_object_set_new(t, "id", jid(tks_entity_id(pe)));
-            if (pc >= 0)
-                json_object_set_new(t, "component", json_integer(pc));
-            json_array_append_new(pre, t);
+            fputs(first ? "{\"id\":" : ",{\"id\":", f);
+            first = false;
+            w_u64(f, tks_entity_id(pe));
+            if (pc >= 0) {
+                fputs(",\"component\":", f);
+                w_u64(f, (uint64_t)pc);
+            }
+            fputc('}', f);
         }
-        json_object_set_new(o, "prerequisites", pre);
+        if (p != local)
+            tk_free(p);
+        fputs("]}", f);
     } else {
         const tk_tick_spec *kept = tks_entity_tick_spec(d->sim, e, comp);
         tk_tick_spec def;
         tk_tick_spec_default(&def);
         def.on_dedicated_server = false;
-        o = tkd_j_tick_spec(kept ? kept : &def);
+        w_spec(f, kept ? kept : &def);
+        fputc('}', f);
     }
-    return o;
 }
 
-typedef struct build_ctx {
+typedef struct props_ctx {
+    FILE *f;
+    bool first;
+} props_ctx;
+
+static void w_prop(void *ud, const tks_prop_desc *pd, const tks_value *v)
+{
+    props_ctx *pc = ud;
+    FILE *f = pc->f;
+    if (!pc->first)
+        fputc(',', f);
+    pc->first = false;
+    w_key(f, pd->name);
+    if (pd->type == TKS_PROP_NUMBER)
+        w_real(f, v->num);
+    else
+        w_json(f, tkd_j_value(pd, v));
+}
+
+static void w_entity_props(FILE *f, tkd *d, const tks_entity *e, int comp)
+{
+    props_ctx pc = {f, true};
+    fputc('{', f);
+    tks_entity_props(d->sim, e, comp, w_prop, &pc);
+    fputc('}', f);
+}
+
+typedef struct write_ctx {
     tkd *d;
-    json_t *arr;
-} build_ctx;
+    FILE *f;
+    uint64_t n;
+} write_ctx;
 
-static void entity_json(void *ud, const tks_entity *e)
+static void w_entity(void *ud, const tks_entity *e)
 {
-    build_ctx *b = ud;
-    tkd *d = b->d;
-    json_t *o = json_object();
-    json_object_set_new(o, "id", jid(tks_entity_id(e)));
-    json_object_set_new(o, "class", json_string(tks_class_name(tks_entity_class(e))));
-    json_object_set_new(o, "level", json_string(tk_level_name(d->world, tks_entity_level(e))));
-    json_object_set_new(o, "time_dilation", json_real(tks_entity_dilation(e)));
+    write_ctx *w = ud;
+    tkd *d = w->d;
+    FILE *f = w->f;
+    fputs(w->n++ ? ",{\"id\":" : "{\"id\":", f);
+    w_u64(f, tks_entity_id(e));
+    fputs(",\"class\":", f);
+    w_str(f, tks_class_name(tks_entity_class(e)));
+    fputs(",\"level\":", f);
+    w_str(f, tk_level_name(d->world, tks_entity_level(e)));
+    fputs(",\"time_dilation\":", f);
+    w_real(f, tks_entity_dilation(e));
+    fputs(",\"life_span\":", f);
     double life = tks_entity_life_remaining(d->sim, e);
-    json_object_set_new(o, "life_span", life >= 0 ? json_real(life) : json_null());
-    json_object_set_new(o, "props", tkd_j_props(d->sim, e, -1));
-    json_object_set_new(o, "tick", fn_json(d, e, -1));
-    json_t *cs = json_array();
+    if (life >= 0)
+        w_real(f, life);
+    else
+        fputs("null", f);
+    fputs(",\"props\":", f);
+    w_entity_props(f, d, e, -1);
+    fputs(",\"tick\":", f);
+    w_fn(f, d, e, -1);
+    fputs(",\"components\":[", f);
     for (size_t i = 0; i < tks_entity_component_count(e); i++) {
-        json_t *c = json_object();
-        json_object_set_new(c, "class",
-                            json_string(tks_class_name(tks_entity_component_class(e, i))));
-        json_object_set_new(c, "props", tkd_j_props(d->sim, e, (int)i));
-        json_object_set_new(c, "tick", fn_json(d, e, (int)i));
-        json_array_append_new(cs, c);
+        fputs(i ? ",{\"class\":" : "{\"class\":", f);
+        w_str(f, tks_class_name(tks_entity_component_class(e, i)));
+        fputs(",\"props\":", f);
+        w_entity_props(f, d, e, (int)i);
+        fputs(",\"tick\":", f);
+        w_fn(f, d, e, (int)i);
+        fputc('}', f);
     }
-    json_object_set_new(o, "components", cs);
-    json_array_append_new(b->arr, o);
-}
-
-static void put_prop(void *ud, const tks_prop_desc *d, const tks_value *v)
-{
-    json_object_set_new(ud, d->name, tkd_j_value(d, v));
+    fputs("]}", f);
 }
 
 static char *utc_now(char *buf, size_t n)
@@ -110,52 +269,66 @@ static char *utc_now(char *buf, size_t n)
     return buf;
 }
 
-json_t *tkd_snapshot_build(tkd *d)
+/* Stream the whole document (no trailing newline) to `f`; the caller checks
+ * ferror.  Counts what it wrote in *cnt. */
+static void write_doc(tkd *d, FILE *f, snap_counts *cnt)
 {
-    json_t *doc = json_object();
     char now[32];
-    json_object_set_new(doc, "format", json_string("tickd-snapshot"));
-    json_object_set_new(doc, "version", json_integer(TKD_SNAPSHOT_VERSION));
-    json_object_set_new(doc, "saved_at", json_string(utc_now(now, sizeof now)));
+    memset(cnt, 0, sizeof *cnt);
+    fputs("{\"format\":\"tickd-snapshot\",\"version\":", f);
+    w_u64(f, TKD_SNAPSHOT_VERSION);
+    fputs(",\"saved_at\":\"", f);
+    fputs(utc_now(now, sizeof now), f);
     tk_world_time t;
     tk_world_get_time(d->world, &t);
-    json_t *w = json_object();
-    json_object_set_new(w, "frame", jid(t.frame));
-    json_object_set_new(w, "world_time", json_real(t.world_time));
-    json_object_set_new(w, "unpaused_time", json_real(t.unpaused_time));
-    json_object_set_new(w, "real_time", json_real(t.real_time));
-    json_object_set_new(w, "time_dilation", json_real(t.time_dilation));
-    json_object_set_new(w, "paused", json_boolean(t.paused));
-    json_object_set_new(w, "next_id", jid(tks_next_id(d->sim)));
-    json_object_set_new(doc, "world", w);
-    json_t *levels = json_array();
-    for (size_t i = 0; i < tk_level_count(d->world); i++)
-        json_array_append_new(levels,
-                              json_string(tk_level_name(d->world, tk_level_at(d->world, i))));
-    json_object_set_new(doc, "levels", levels);
-    build_ctx b = {d, json_array()};
-    tks_entity_list(d->sim, TK_LEVEL_NONE, NULL, 0, UINT64_MAX, entity_json, &b);
-    json_object_set_new(doc, "entities", b.arr);
-    json_t *timers = json_array();
+    fputs("\",\"world\":{\"frame\":", f);
+    w_u64(f, t.frame);
+    fputs(",\"world_time\":", f);
+    w_real(f, t.world_time);
+    fputs(",\"unpaused_time\":", f);
+    w_real(f, t.unpaused_time);
+    fputs(",\"real_time\":", f);
+    w_real(f, t.real_time);
+    fputs(",\"time_dilation\":", f);
+    w_real(f, t.time_dilation);
+    fputs(",\"paused\":", f);
+    w_bool(f, t.paused);
+    fputs(",\"next_id\":", f);
+    w_u64(f, tks_next_id(d->sim));
+    fputs("},\"levels\":[", f);
+    for (size_t i = 0; i < tk_level_count(d->world); i++) {
+        if (i)
+            fputc(',', f);
+        w_str(f, tk_level_name(d->world, tk_level_at(d->world, i)));
+    }
+    fputs("],\"entities\":[", f);
+    write_ctx w = {d, f, 0};
+    tks_entity_list(d->sim, TK_LEVEL_NONE, NULL, 0, UINT64_MAX, w_entity, &w);
+    cnt->entities = w.n;
+    fputs("],\"timers\":[", f);
     uint64_t cur = 0;
     tk_timer_handle h;
     while (tk_timer_next(d->world, &cur, &h)) {
         tk_timer_info i;
         if (tk_timer_get(d->world, h, &i) != 0 || i.owner != 0)
             continue; /* life spans travel with their entities */
-        json_t *o = json_object();
-        json_object_set_new(o, "handle", jid(h));
-        json_object_set_new(o, "rate", json_real(i.rate));
-        json_object_set_new(o, "loop", json_boolean(i.loop));
-        json_object_set_new(o, "status", json_string(tk_timer_status_name(i.status)));
-        json_object_set_new(o, "remaining", json_real(i.remaining));
-        json_object_set_new(o, "fired", jid(i.fired));
-        json_t *a = tkd_timer_action(d, h);
-        json_object_set_new(o, "action", a ? a : json_null());
-        json_array_append_new(timers, o);
+        fputs(cnt->timers++ ? ",{\"handle\":" : "{\"handle\":", f);
+        w_u64(f, h);
+        fputs(",\"rate\":", f);
+        w_real(f, i.rate);
+        fputs(",\"loop\":", f);
+        w_bool(f, i.loop);
+        fputs(",\"status\":\"", f);
+        fputs(tk_timer_status_name(i.status), f);
+        fputs("\",\"remaining\":", f);
+        w_real(f, i.remaining);
+        fputs(",\"fired\":", f);
+        w_u64(f, i.fired);
+        fputs(",\"action\":", f);
+        w_json(f, tkd_timer_action(d, h));
+        fputc('}', f);
     }
-    json_object_set_new(doc, "timers", timers);
-    json_t *tks = json_array();
+    fputs("],\"tickables\":[", f);
     cur = 0;
     tk_tickable_id tid;
     while (tk_tickable_next(d->world, &cur, &tid)) {
@@ -163,21 +336,44 @@ json_t *tkd_snapshot_build(tkd *d)
         const tks_class *c = tks_tickable_class(d->sim, tid);
         if (!c || tk_tickable_get(d->world, tid, &i) != 0)
             continue;
-        json_t *o = json_object();
-        json_object_set_new(o, "id", jid(tid));
-        json_object_set_new(o, "class", json_string(tks_class_name(c)));
-        json_object_set_new(o, "tick_type", json_string(tk_tickable_type_name(i.type)));
-        json_object_set_new(o, "enabled", json_boolean(i.enabled));
-        json_object_set_new(o, "when_paused", json_boolean(i.when_paused));
-        json_object_set_new(o, "ticks", jid(i.ticks));
-        json_object_set_new(o, "last_frame", jid(i.last_frame));
-        json_object_set_new(o, "accum_dt", json_real(i.accum_dt));
-        json_t *props = json_object();
-        tks_tickable_props(d->sim, tid, put_prop, props);
-        json_object_set_new(o, "props", props);
-        json_array_append_new(tks, o);
+        fputs(cnt->tickables++ ? ",{\"id\":" : "{\"id\":", f);
+        w_u64(f, tid);
+        fputs(",\"class\":", f);
+        w_str(f, tks_class_name(c));
+        fputs(",\"tick_type\":\"", f);
+        fputs(tk_tickable_type_name(i.type), f);
+        fputs("\",\"enabled\":", f);
+        w_bool(f, i.enabled);
+        fputs(",\"when_paused\":", f);
+        w_bool(f, i.when_paused);
+        fputs(",\"ticks\":", f);
+        w_u64(f, i.ticks);
+        fputs(",\"last_frame\":", f);
+        w_u64(f, i.last_frame);
+        fputs(",\"accum_dt\":", f);
+        w_real(f, i.accum_dt);
+        fputs(",\"props\":", f);
+        props_ctx pc = {f, true};
+        fputc('{', f);
+        tks_tickable_props(d->sim, tid, w_prop, &pc);
+        fputs("}}", f);
     }
-    json_object_set_new(doc, "tickables", tks);
+    fputs("]}", f);
+}
+
+json_t *tkd_snapshot_build(tkd *d)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    snap_counts cnt;
+    write_doc(d, f, &cnt);
+    bool bad = ferror(f) != 0;
+    fclose(f);
+    json_t *doc = bad ? NULL : json_loadb(buf, len, 0, NULL);
+    free(buf);
     return doc;
 }
 
@@ -228,12 +424,15 @@ typedef struct doc_in {
     ent_in *ents;
     size_t n_ents;
     tks_id *sorted_ids; /* for lookups */
+    uint32_t *by_id;    /* indexes of ents, in id order (parallel to sorted_ids) */
     timer_in *timers;
     size_t n_timers;
     uint32_t *timer_order;  /* indexes of timers, in slot order */
     tickable_in *tickables;
     size_t n_tickables;
 } doc_in;
+
+static void nonfinite_props(const tks_sim *sim, const char *cls, tks_prop_kv *kv, size_t n);
 
 /* Required readers: 0 absent is an error naming path.key. */
 #define NEED(call, path, key)                                                                      \
@@ -249,6 +448,14 @@ typedef struct doc_in {
         if ((call) < 0)                                                                            \
             return -1;                                                                             \
     } while (0)
+
+/* tkd_p_keys without quoting the key (a file's content): "$.x: unknown key". */
+static int snap_keys(const json_t *obj, const char *path, const char *const *allowed, tkd_perr *e)
+{
+    if (tkd_p_keys(obj, path, allowed, e) == 0)
+        return 0;
+    return tkd_perr_set(e, -32602, "%s: an unknown key", path);
+}
 
 static const char *const fn_keys[] = {"group",
                                       "end_group",
@@ -273,7 +480,7 @@ static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_rest
 {
     if (!json_is_object(o))
         return tkd_perr_set(e, -32602, "%s: must be an object", path);
-    if (tkd_p_keys(o, path, fn_keys, e))
+    if (snap_keys(o, path, fn_keys, e))
         return -1;
     tk_tick_spec_default(&fr->spec);
     if (tkd_p_tick_spec(o, path, false, &fr->spec, e) < 0)
@@ -300,7 +507,7 @@ static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_rest
         static const char *const tk[] = {"id", "component", NULL};
         if (!json_is_object(t))
             return tkd_perr_set(e, -32602, "%s: must be {\"id\", \"component\"?}", p);
-        if (tkd_p_keys(t, p, tk, e))
+        if (snap_keys(t, p, tk, e))
             return -1;
         uint64_t id, comp = 0;
         NEED(tkd_p_u64(t, "id", p, 1, UINT64_MAX, &id, e), p, "id");
@@ -316,11 +523,12 @@ static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_rest
 static const char *const ent_keys[] = {
     "id", "class", "level", "time_dilation", "life_span", "props", "tick", "components", NULL};
 
-static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in *en, tkd_perr *e)
+static int parse_entity(const tks_sim *sim, const json_t *o, const char *path, tkd_arena *a,
+                        ent_in *en, tkd_perr *e)
 {
     if (!json_is_object(o))
         return tkd_perr_set(e, -32602, "%s: must be an object", path);
-    if (tkd_p_keys(o, path, ent_keys, e))
+    if (snap_keys(o, path, ent_keys, e))
         return -1;
     tks_entity_restore *r = &en->r;
     memset(r, 0, sizeof *r);
@@ -339,6 +547,7 @@ static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in 
     snprintf(p, sizeof p, "%s.props", path);
     if (tkd_p_props(props, p, a, 0, &r->props, &r->n_props, e) < 0)
         return -1;
+    nonfinite_props(sim, r->cls, r->props, r->n_props);
     json_t *tick = json_object_get(o, "tick");
     snprintf(p, sizeof p, "%s.tick", path);
     if (!tick)
@@ -361,7 +570,7 @@ static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in 
         static const char *const ck[] = {"class", "props", "tick", NULL};
         if (!json_is_object(c))
             return tkd_perr_set(e, -32602, "%s: must be an object", cp);
-        if (tkd_p_keys(c, cp, ck, e))
+        if (snap_keys(c, cp, ck, e))
             return -1;
         tks_comp_restore *cr = &r->components[i];
         NEED(tkd_p_str(c, "class", cp, &cr->cls, e), cp, "class");
@@ -370,6 +579,7 @@ static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in 
         snprintf(p, sizeof p, "%s.props", cp);
         if (tkd_p_props(cprops, p, a, 0, &cr->props, &cr->n_props, e) < 0)
             return -1;
+        nonfinite_props(sim, cr->cls, cr->props, cr->n_props);
         json_t *ct = json_object_get(c, "tick");
         snprintf(p, sizeof p, "%s.tick", cp);
         if (!ct)
@@ -395,17 +605,78 @@ static int slot_cmp(const void *a, const void *b, void *ctx)
     return x != y ? (x < y ? -1 : 1) : (i < j ? -1 : i > j);
 }
 
+/* The entity `id` of the snapshot: O(log n) (sorted_ids and by_id are
+ * parallel arrays in id order). */
 static const ent_in *find_ent(const doc_in *in, tks_id id)
 {
-    /* sorted_ids holds indices-by-id via a parallel lookup: linear fallback
-     * is avoided by bsearch on ids then a scan for the entity. */
     const tks_id *p = bsearch(&id, in->sorted_ids, in->n_ents, sizeof *in->sorted_ids, id_cmp);
-    if (!p)
-        return NULL;
-    for (size_t i = 0; i < in->n_ents; i++)
-        if (in->ents[i].r.id == id)
-            return &in->ents[i];
-    return NULL;
+    return p ? &in->ents[in->by_id[p - in->sorted_ids]] : NULL;
+}
+
+/* Entities by id, then by position in the document. */
+static int ent_order_cmp(const void *a, const void *b, void *ctx)
+{
+    const ent_in *en = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    tks_id x = en[i].r.id, y = en[j].r.id;
+    return x != y ? (x < y ? -1 : 1) : (i < j ? -1 : i > j);
+}
+
+/* Tickables by slot, then by position in the document. */
+static int tickable_slot_cmp(const void *a, const void *b, void *ctx)
+{
+    const tickable_in *t = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    uint32_t x = (uint32_t)t[i].id, y = (uint32_t)t[j].id;
+    return x != y ? (x < y ? -1 : 1) : (i < j ? -1 : i > j);
+}
+
+/*
+ * A restore sizes the timer and tickable slot arrays by the highest slot it
+ * sees, so a snapshot may not name slots far beyond what its own count of
+ * timers or tickables could have used: at most max(2^20, 8 * count).  A
+ * world that once had more than 2^20 timers (or tickables) at a time, cleared
+ * nearly all, and was then saved is the one legitimate case this refuses.
+ */
+#define SNAP_SLOT_FLOOR (1u << 20)
+static uint64_t slot_bound(size_t n)
+{
+    uint64_t b = (uint64_t)n * 8;
+    return b > SNAP_SLOT_FLOOR ? b : SNAP_SLOT_FLOOR;
+}
+
+/*
+ * Props that the simulation drove to a non-finite value are written as the
+ * strings "inf", "-inf" and "nan": turn them back into numbers where the
+ * class declares the prop a number (elsewhere such a string stays a string).
+ */
+static void nonfinite_props(const tks_sim *sim, const char *cls, tks_prop_kv *kv, size_t n)
+{
+    const tks_class *c = cls ? tks_class_find(sim, cls) : NULL;
+    const tkp_class *abi = c ? tks_class_abi(c) : NULL;
+    if (!abi)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (kv[i].v.type != TKS_V_STRING)
+            continue;
+        const char *str = kv[i].v.str;
+        double num;
+        if (!strcmp(str, "inf"))
+            num = INFINITY;
+        else if (!strcmp(str, "-inf"))
+            num = -INFINITY;
+        else if (!strcmp(str, "nan"))
+            num = NAN;
+        else
+            continue;
+        for (size_t k = 0; k < abi->n_props; k++) {
+            if (abi->props[k].type == TKS_PROP_NUMBER && !strcmp(abi->props[k].name, kv[i].key)) {
+                kv[i].v.type = TKS_V_NUMBER;
+                kv[i].v.num = num;
+                break;
+            }
+        }
+    }
 }
 
 static bool id_known(void *ud, tks_id id)
@@ -469,12 +740,12 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         return tkd_perr_set(e, -32602, "$: must be an object");
     static const char *const top[] = {"format",   "version", "saved_at",  "world", "levels",
                                       "entities", "timers",  "tickables", NULL};
-    if (tkd_p_keys(doc, "$", top, e))
+    if (snap_keys(doc, "$", top, e))
         return -1;
     const char *fmt = NULL;
     OPT(tkd_p_str(doc, "format", "$", &fmt, e));
     if (fmt && strcmp(fmt, "tickd-snapshot") != 0)
-        return tkd_perr_set(e, -32602, "$.format: '%s' is not a tickd snapshot", fmt);
+        return tkd_perr_set(e, -32602, "$.format: not a tickd snapshot");
     json_t *ver = json_object_get(doc, "version");
     if (!json_is_integer(ver))
         return tkd_perr_set(e, -32602, "$.version: required (an integer)");
@@ -489,7 +760,7 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         return tkd_perr_set(e, -32602, "$.world: required");
     static const char *const wk[] = {"frame",         "world_time", "unpaused_time", "real_time",
                                      "time_dilation", "paused",     "next_id",       NULL};
-    if (tkd_p_keys(w, "$.world", wk, e))
+    if (snap_keys(w, "$.world", wk, e))
         return -1;
     in->dilation = 1.0;
     OPT(tkd_p_u64(w, "frame", "$.world", 0, UINT64_MAX / 2, &in->frame, e));
@@ -523,31 +794,35 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
     json_t *ents = NULL;
     OPT(tkd_p_arr(doc, "entities", "$", &ents, e));
     in->n_ents = ents ? json_array_size(ents) : 0;
+    if (in->n_ents > d->cfg.max_entities)
+        return tkd_perr_set(e, -32003, "$.entities: %zu entities exceed world.max_entities (%u)",
+                            in->n_ents, d->cfg.max_entities);
     in->ents = in->n_ents ? tkd_arena_alloc(a, in->n_ents * sizeof *in->ents) : NULL;
     in->sorted_ids = tkd_arena_alloc(a, (in->n_ents + 1) * sizeof *in->sorted_ids);
     for (size_t i = 0; i < in->n_ents; i++) {
         char p[64];
         snprintf(p, sizeof p, "$.entities[%zu]", i);
-        if (parse_entity(json_array_get(ents, i), p, a, &in->ents[i], e) < 0)
+        if (parse_entity(d->sim, json_array_get(ents, i), p, a, &in->ents[i], e) < 0)
             return -1;
         in->sorted_ids[i] = in->ents[i].r.id;
         const char *lv = in->ents[i].r.level ? in->ents[i].r.level : "persistent";
         if (strcmp(lv, "persistent") != 0 && !has_level(in, lv))
             return tkd_perr_set(e, -32602, "%s.level: '%s' is not in $.levels", p, lv);
     }
+    /* Ids in order (O(n log n)); lookups by id are then O(log n). */
+    in->by_id = tkd_arena_alloc(a, (in->n_ents + 1) * sizeof *in->by_id);
+    for (size_t i = 0; i < in->n_ents; i++)
+        in->by_id[i] = (uint32_t)i;
     if (in->n_ents > 1)
-        qsort(in->sorted_ids, in->n_ents, sizeof *in->sorted_ids, id_cmp);
+        qsort_r(in->by_id, in->n_ents, sizeof *in->by_id, ent_order_cmp, in->ents);
+    for (size_t i = 0; i < in->n_ents; i++)
+        in->sorted_ids[i] = in->ents[in->by_id[i]].r.id;
     for (size_t i = 1; i < in->n_ents; i++)
         if (in->sorted_ids[i] == in->sorted_ids[i - 1])
-            for (size_t k = 0; k < in->n_ents; k++)
-                if (in->ents[k].r.id == in->sorted_ids[i])
-                    return tkd_perr_set(e, -32602, "$.entities[%zu].id: entity %llu appears twice",
-                                        k, (unsigned long long)in->sorted_ids[i]);
+            return tkd_perr_set(e, -32602, "$.entities[%u].id: entity %llu appears twice",
+                                in->by_id[i], (unsigned long long)in->sorted_ids[i]);
     if (in->n_ents && in->next_id <= in->sorted_ids[in->n_ents - 1])
         in->next_id = in->sorted_ids[in->n_ents - 1] + 1;
-    if (in->n_ents > d->cfg.max_entities)
-        return tkd_perr_set(e, -32003, "$.entities: %zu entities exceed world.max_entities (%u)",
-                            in->n_ents, d->cfg.max_entities);
     for (size_t i = 0; i < in->n_ents; i++) {
         char p[64], err[TKS_ERR_MAX];
         snprintf(p, sizeof p, "$.entities[%zu]", i);
@@ -577,12 +852,18 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
                                          "remaining", "fired", "action", NULL};
         if (!json_is_object(t))
             return tkd_perr_set(e, -32602, "%s: must be an object", p);
-        if (tkd_p_keys(t, p, tk, e))
+        if (snap_keys(t, p, tk, e))
             return -1;
         timer_in *ti = &in->timers[i];
         NEED(tkd_p_u64(t, "handle", p, 1, UINT64_MAX, &ti->handle, e), p, "handle");
         if ((ti->handle & TK_TIMER_MAX) == TK_TIMER_MAX || (ti->handle >> 24) == 0)
             return tkd_perr_set(e, -32602, "%s.handle: not a timer handle", p);
+        if ((ti->handle & TK_TIMER_MAX) >= slot_bound(in->n_timers))
+            return tkd_perr_set(e, -32602,
+                                "%s.handle: slot %llu is beyond what %zu timers can use (slots "
+                                "below %llu)",
+                                p, (unsigned long long)(ti->handle & TK_TIMER_MAX), in->n_timers,
+                                (unsigned long long)slot_bound(in->n_timers));
         OPT(tkd_p_bool(t, "loop", p, &ti->loop, e));
         /* 0: a timer.set_for_next_tick one. */
         NEED(tkd_p_num(t, "rate", p, 0, 1e9, &ti->rate, e), p, "rate");
@@ -641,16 +922,18 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
                                          "props",       NULL};
         if (!json_is_object(t))
             return tkd_perr_set(e, -32602, "%s: must be an object", p);
-        if (tkd_p_keys(t, p, kk, e))
+        if (snap_keys(t, p, kk, e))
             return -1;
         tickable_in *ti = &in->tickables[i];
         NEED(tkd_p_u64(t, "id", p, 1, UINT64_MAX, &ti->id, e), p, "id");
         if ((uint32_t)ti->id == 0xffffffffu || (ti->id >> 32) == 0)
             return tkd_perr_set(e, -32602, "%s.id: not a tickable id", p);
-        for (size_t k = 0; k < i; k++)
-            if ((uint32_t)in->tickables[k].id == (uint32_t)ti->id)
-                return tkd_perr_set(e, -32602, "%s.id: the slot of id %llu is used twice", p,
-                                    (unsigned long long)ti->id);
+        if ((uint32_t)ti->id >= slot_bound(in->n_tickables))
+            return tkd_perr_set(e, -32602,
+                                "%s.id: slot %u is beyond what %zu tickables can use (slots "
+                                "below %llu)",
+                                p, (uint32_t)ti->id, in->n_tickables,
+                                (unsigned long long)slot_bound(in->n_tickables));
         NEED(tkd_p_str(t, "class", p, &ti->cls, e), p, "class");
         const char *tt = "conditional";
         OPT(tkd_p_str(t, "tick_type", p, &tt, e));
@@ -668,6 +951,7 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         snprintf(pp, sizeof pp, "%s.props", p);
         if (tkd_p_props(props, pp, a, 0, &ti->props, &ti->n_props, e) < 0)
             return -1;
+        nonfinite_props(d->sim, ti->cls, ti->props, ti->n_props);
         /* Props checked as an entity's would be (ids: the snapshot's). */
         tks_entity_restore probe;
         memset(&probe, 0, sizeof probe);
@@ -682,6 +966,18 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         int rc = tks_restore_check(d->sim, &probe, p, id_known, in, err);
         if (rc)
             return tkd_perr_set(e, -32602, "%s", err);
+    }
+    /* A slot may appear once (sorted: O(n log n)). */
+    if (in->n_tickables > 1) {
+        uint32_t *ord = tkd_arena_alloc(a, in->n_tickables * sizeof *ord);
+        for (size_t i = 0; i < in->n_tickables; i++)
+            ord[i] = (uint32_t)i;
+        qsort_r(ord, in->n_tickables, sizeof *ord, tickable_slot_cmp, in->tickables);
+        for (size_t k = 1; k < in->n_tickables; k++)
+            if ((uint32_t)in->tickables[ord[k]].id == (uint32_t)in->tickables[ord[k - 1]].id)
+                return tkd_perr_set(e, -32602,
+                                    "$.tickables[%u].id: the slot of id %llu is used twice", ord[k],
+                                    (unsigned long long)in->tickables[ord[k]].id);
     }
     return 0;
 }
@@ -806,106 +1102,599 @@ int tkd_snapshot_apply(tkd *d, const json_t *doc, char *err, size_t errlen)
 
 /* ---- files ------------------------------------------------------------------------------- */
 
-static json_t *info_json(const char *path, size_t bytes, const json_t *doc)
+static json_t *info_json(const char *path, uint64_t bytes, const snap_counts *c)
 {
     json_t *o = json_object();
     json_object_set_new(o, "path", json_string(path));
     json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
-    json_object_set_new(
-        o, "entities", json_integer((json_int_t)json_array_size(json_object_get(doc, "entities"))));
-    json_object_set_new(o, "timers",
-                        json_integer((json_int_t)json_array_size(json_object_get(doc, "timers"))));
-    json_object_set_new(
-        o, "tickables",
-        json_integer((json_int_t)json_array_size(json_object_get(doc, "tickables"))));
+    json_object_set_new(o, "entities", json_integer((json_int_t)c->entities));
+    json_object_set_new(o, "timers", json_integer((json_int_t)c->timers));
+    json_object_set_new(o, "tickables", json_integer((json_int_t)c->tickables));
     return o;
 }
 
-static int write_all(int fd, const char *p, size_t n)
+/* The snapshot directory as configured: [snapshot] dir, else the directory
+ * of [snapshot] path. */
+static const char *snap_dir(const tkd *d, char *buf, size_t n)
 {
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
+    if (d->cfg.snapshot_dir && d->cfg.snapshot_dir[0])
+        return d->cfg.snapshot_dir;
+    snprintf(buf, n, "%s", d->cfg.snapshot_path ? d->cfg.snapshot_path : ".");
+    return dirname(buf);
+}
+
+static bool under(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return p[0] == '/';
+    return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+int tkd_snapshot_resolve(const tkd *d, const char *param, char *out, size_t outlen, char *err,
+                         size_t errlen)
+{
+    const char *name = param ? param : d->cfg.snapshot_path;
+    if (!name || !name[0]) {
+        snprintf(err, errlen, "path: required (no [snapshot] path is configured)");
+        return -32602;
+    }
+    char dbuf[PATH_MAX], dreal[PATH_MAX];
+    const char *dir = snap_dir(d, dbuf, sizeof dbuf);
+    if (!realpath(dir, dreal)) {
+        snprintf(err, errlen, "path: cannot open the snapshot directory %s: %s", dir,
+                 strerror(errno));
+        return errno == ENOENT ? -32001 : -32603;
+    }
+    char full[PATH_MAX];
+    int n = (param && name[0] != '/') ? snprintf(full, sizeof full, "%s/%s", dreal, name)
+                                      : snprintf(full, sizeof full, "%s", name);
+    if (n < 0 || (size_t)n >= sizeof full) {
+        snprintf(err, errlen, "path: too long");
+        return -32602;
+    }
+    /* Split off the last component; its directory must resolve inside. */
+    char *slash = strrchr(full, '/');
+    const char *base = slash ? slash + 1 : full;
+    char parent[PATH_MAX];
+    if (slash)
+        snprintf(parent, sizeof parent, "%.*s", (int)(slash - full), full);
+    else
+        snprintf(parent, sizeof parent, ".");
+    if (!parent[0])
+        snprintf(parent, sizeof parent, "/");
+    if (!base[0] || !strcmp(base, ".") || !strcmp(base, "..")) {
+        snprintf(err, errlen, "path: %s names a directory, not a file", name);
+        return -32602;
+    }
+    char preal[PATH_MAX];
+    if (!realpath(parent, preal)) {
+        snprintf(err, errlen, "path: cannot open %s: %s", name, strerror(errno));
+        return errno == ENOENT ? -32001 : -32602;
+    }
+    if (!under(preal, dreal)) {
+        snprintf(err, errlen, "path: %s is outside the snapshot directory %s ([snapshot] dir)",
+                 name, dreal);
+        return -32602;
+    }
+    n = snprintf(out, outlen, "%s%s%s", preal, strcmp(preal, "/") ? "/" : "", base);
+    if (n < 0 || (size_t)n >= outlen) {
+        snprintf(err, errlen, "path: too long");
+        return -32602;
+    }
+    /* A symbolic link is followed only to a file inside the directory. */
+    struct stat st;
+    if (lstat(out, &st) == 0 && S_ISLNK(st.st_mode)) {
+        char treal[PATH_MAX];
+        if (!realpath(out, treal)) {
+            snprintf(err, errlen, "path: cannot open %s: a symbolic link to nowhere", name);
+            return -32602;
         }
-        p += w;
-        n -= (size_t)w;
+        if (!under(treal, dreal)) {
+            snprintf(err, errlen,
+                     "path: %s is a symbolic link leading outside the snapshot directory %s", name,
+                     dreal);
+            return -32602;
+        }
+        snprintf(out, outlen, "%s", treal);
     }
     return 0;
 }
 
-int tkd_snapshot_save(tkd *d, const char *path, json_t **info, char *err, size_t errlen)
+/*
+ * Create a fresh temporary file next to `path`: "<path>.tmp.<pid>", or with
+ * a ".<n>" suffix if that name exists.  O_EXCL|O_NOFOLLOW: nothing already
+ * at the name (a symbolic link, a FIFO, a file) is ever opened, followed or
+ * overwritten.  Returns the fd (tmp filled) or -1 with errno.
+ */
+static int create_temp(const char *path, char *tmp, size_t tmplen)
 {
-    json_t *doc = tkd_snapshot_build(d);
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    if (!text) {
-        json_decref(doc);
-        snprintf(err, errlen, "cannot encode the snapshot");
-        return -32603;
+    for (int k = 0; k < 100; k++) {
+        int n = k ? snprintf(tmp, tmplen, "%s.tmp.%ld.%d", path, (long)getpid(), k)
+                  : snprintf(tmp, tmplen, "%s.tmp.%ld", path, (long)getpid());
+        if (n < 0 || (size_t)n >= tmplen) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
     }
-    size_t len = strlen(text);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    char dirbuf[4096];
-    snprintf(dirbuf, sizeof dirbuf, "%s", path);
-    const char *dir = dirname(dirbuf);
-    int rc = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    errno = EEXIST;
+    return -1;
+}
+
+/*
+ * Write the world to `path` (resolved) atomically: temp file, fsync,
+ * rename, fsync of the directory.  In the frame thread or in a save child.
+ * Returns 0 (bytes and counts filled) or a JSON-RPC code with err.
+ */
+static int write_file(tkd *d, const char *path, uint64_t *bytes, snap_counts *cnt, char *err,
+                      size_t errlen)
+{
+    char tmp[PATH_MAX + 32];
+    int fd = create_temp(path, tmp, sizeof tmp);
     if (fd < 0) {
-        snprintf(err, errlen, "path: cannot create %s: %s", tmp, strerror(errno));
-        rc = errno == ENOENT ? -32001 : -32603;
-        goto out;
+        snprintf(err, errlen, "path: cannot create a temporary file for %s: %s", path,
+                 strerror(errno));
+        return errno == ENOENT ? -32001 : -32603;
     }
-    if (write_all(fd, text, len) < 0 || write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
         snprintf(err, errlen, "path: cannot write %s: %s", tmp, strerror(errno));
         close(fd);
         unlink(tmp);
-        rc = -32603;
-        goto out;
+        return -32603;
     }
-    close(fd);
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    write_doc(d, f, cnt);
+    fputc('\n', f);
+    long long len = ftello(f);
+    if (fflush(f) != 0 || ferror(f) || fsync(fd) < 0) {
+        snprintf(err, errlen, "path: cannot write %s: %s", tmp, strerror(errno ? errno : EIO));
+        fclose(f);
+        unlink(tmp);
+        return -32603;
+    }
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "path: cannot write %s: %s", tmp, strerror(errno));
+        unlink(tmp);
+        return -32603;
+    }
     if (rename(tmp, path) < 0) {
         snprintf(err, errlen, "path: cannot rename %s to %s: %s", tmp, path, strerror(errno));
         unlink(tmp);
-        rc = -32603;
-        goto out;
+        return -32603;
     }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char dirbuf[PATH_MAX];
+    snprintf(dirbuf, sizeof dirbuf, "%s", path);
+    int dfd = open(dirname(dirbuf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
-    if (info)
-        *info = info_json(path, len + 1, doc);
-out:
+    *bytes = len > 0 ? (uint64_t)len : 0;
+    return 0;
+}
+
+int tkd_snapshot_save(tkd *d, const char *param, json_t **info, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    int rc = tkd_snapshot_resolve(d, param, path, sizeof path, err, errlen);
+    if (rc)
+        return rc;
+    uint64_t bytes = 0;
+    snap_counts cnt;
+    rc = write_file(d, path, &bytes, &cnt, err, errlen);
+    if (rc == 0 && info)
+        *info = info_json(path, bytes, &cnt);
+    return rc;
+}
+
+/*
+ * Read a whole regular file.  The open never blocks (O_NONBLOCK) and never
+ * follows a link (O_NOFOLLOW; links were resolved by tkd_snapshot_resolve);
+ * FIFOs, devices, sockets and directories are refused after fstat, before
+ * any read.  Returns 0 (*buf malloc'd, NUL-terminated) or a JSON-RPC code.
+ */
+static int read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        int en = errno;
+        snprintf(err, errlen, "path: cannot open %s: %s", path,
+                 en == ELOOP ? "a symbolic link" : strerror(en));
+        return en == ENOENT ? -32001 : -32602;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "path: cannot open %s: %s", path,
+                 S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+        close(fd);
+        return -32602;
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *b = malloc(cap);
+    if (!b) {
+        snprintf(err, errlen, "path: cannot read %s: %s", path, strerror(ENOMEM));
+        close(fd);
+        return -32603;
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                close(fd);
+                snprintf(err, errlen, "path: cannot read %s: %s", path, strerror(ENOMEM));
+                return -32603;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, b + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(err, errlen, "path: cannot read %s: %s", path, strerror(errno));
+            free(b);
+            close(fd);
+            return -32603;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+int tkd_snapshot_load(tkd *d, const char *param, json_t **info, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    int rc = tkd_snapshot_resolve(d, param, path, sizeof path, err, errlen);
+    if (rc)
+        return rc;
+    char *text = NULL;
+    size_t len = 0;
+    rc = read_file(path, &text, &len, err, errlen);
+    if (rc)
+        return rc;
+    /* Nothing of the content is quoted back: jansson's messages would show
+     * tokens of whatever file the path names. */
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
+    if (!doc) {
+        snprintf(err, errlen, "%s: not a tickd snapshot (not valid JSON at line %d, column %d)",
+                 path, je.line, je.column);
+        return -32602;
+    }
+    const json_t *fmt = json_object_get(doc, "format");
+    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "tickd-snapshot") != 0) {
+        snprintf(err, errlen, "%s: not a tickd snapshot (no \"format\": \"tickd-snapshot\")",
+                 path);
+        json_decref(doc);
+        return -32602;
+    }
+    char e2[TKD_ERR_MAX];
+    rc = tkd_snapshot_apply(d, doc, e2, sizeof e2);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", path, e2);
+    } else if (info) {
+        snap_counts c = {json_array_size(json_object_get(doc, "entities")),
+                         json_array_size(json_object_get(doc, "timers")),
+                         json_array_size(json_object_get(doc, "tickables"))};
+        *info = info_json(path, len, &c);
+    }
     json_decref(doc);
     return rc;
 }
 
-int tkd_snapshot_load(tkd *d, const char *path, json_t **info, char *err, size_t errlen)
+/* ---- stale temporary files ------------------------------------------------------------------ */
+
+/* Is `name` "<base>.tmp.<pid>" or "<base>.tmp.<pid>.<n>"?  Fills *pid. */
+static bool temp_name_of(const char *name, const char *base, long *pid)
 {
-    json_error_t je;
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "path: cannot read %s: %s", path, strerror(errno));
-        return errno == ENOENT ? -32001 : -32603;
+    size_t bl = strlen(base);
+    if (strncmp(name, base, bl) != 0 || strncmp(name + bl, ".tmp.", 5) != 0)
+        return false;
+    const char *p = name + bl + 5;
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end == p || errno || v <= 0 || (*p < '0' || *p > '9'))
+        return false;
+    if (*end == '.') {
+        const char *q = end + 1;
+        strtol(q, &end, 10);
+        if (end == q || *q < '0' || *q > '9')
+            return false;
     }
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!doc) {
-        snprintf(err, errlen, "%s:%d:%d: not a valid snapshot: %s", path, je.line, je.column,
-                 je.text);
-        return -32602;
+    if (*end)
+        return false;
+    *pid = v;
+    return true;
+}
+
+void tkd_snapshot_remove_stale(tkd *d)
+{
+    if (!d->cfg.snapshot_path || !d->cfg.snapshot_path[0])
+        return;
+    char pbuf[PATH_MAX], bbuf[PATH_MAX];
+    snprintf(pbuf, sizeof pbuf, "%s", d->cfg.snapshot_path);
+    snprintf(bbuf, sizeof bbuf, "%s", d->cfg.snapshot_path);
+    const char *dir = dirname(pbuf), *base = basename(bbuf);
+    DIR *dh = opendir(dir);
+    if (!dh)
+        return;
+    struct dirent *de;
+    while ((de = readdir(dh)) != NULL) {
+        long pid;
+        if (!temp_name_of(de->d_name, base, &pid))
+            continue;
+        /* A live writer's (another tickd on the same file, or a save child
+         * still finishing) is left alone. */
+        if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(dh), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
+            continue;
+        if (unlinkat(dirfd(dh), de->d_name, 0) == 0)
+            tk_log_info("snapshot: removed %s/%s, a temporary file left by process %ld", dir,
+                        de->d_name, pid);
+        else
+            tk_log_warn("snapshot: cannot remove the stale temporary file %s/%s: %s", dir,
+                        de->d_name, strerror(errno));
     }
-    char e2[TKD_ERR_MAX];
-    int rc = tkd_snapshot_apply(d, doc, e2, sizeof e2);
+    closedir(dh);
+}
+
+/* ---- saving in a child process -------------------------------------------------------------
+ *
+ * As Redis's BGSAVE: fork, and the child writes the world from its
+ * copy-on-write image while the frame loop goes on.  The child touches
+ * nothing of the parent's but its memory image: no event base, no socket,
+ * no log (it reports through a pipe), and leaves with _exit.  The parent
+ * reaps it without blocking once per frame (a core ticker delegate).  One
+ * save runs at a time; world.save requests that arrive meanwhile wait in
+ * order and each starts when the one before it ends; an autosave due
+ * meanwhile is skipped.
+ */
+
+typedef struct bg_req {
+    struct bg_req *next;
+    tkd_call *call;           /* to answer, or NULL                      */
+    char why[24];             /* for logs: world.save, autosave          */
+    char path[PATH_MAX];      /* resolved                                */
+} bg_req;
+
+struct tkd_bgsave {
+    pid_t pid;                /* the child, or 0                         */
+    int rfd;                  /* its report pipe                         */
+    bg_req cur;               /* what it is writing                      */
+    uint64_t start_ns;        /* monotonic                               */
+    bg_req *queue, **tail;    /* waiting world.save requests             */
+    tk_ticker_handle ticker;  /* the reaper                              */
+};
+
+static void bg_child(tkd *d, const char *path, int wfd, pid_t parent)
+{
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(3);
+    char err[TKD_ERR_MAX], line[TKD_ERR_MAX + 96];
+    uint64_t bytes = 0;
+    snap_counts cnt;
+    int rc = write_file(d, path, &bytes, &cnt, err, sizeof err);
+    int n = rc ? snprintf(line, sizeof line, "%d %s\n", rc, err)
+               : snprintf(line, sizeof line, "0 %llu %llu %llu %llu\n", (unsigned long long)bytes,
+                          (unsigned long long)cnt.entities, (unsigned long long)cnt.timers,
+                          (unsigned long long)cnt.tickables);
+    if (n > 0 && write(wfd, line, (size_t)n) < 0)
+        _exit(2);
+    _exit(rc ? 1 : 0);
+}
+
+/* Answer and log one finished save. */
+static void bg_complete(tkd *d, const bg_req *q, int rc, const char *msg, json_t *info)
+{
     if (rc) {
-        snprintf(err, errlen, "%s: %s", path, e2);
-    } else if (info) {
-        *info = info_json(path, (size_t)st.st_size, doc);
+        tk_log_error("snapshot (%s): %s", q->why, msg);
+        if (q->call)
+            tkd_call_error(q->call, rc, NULL, "%s", msg);
+        json_decref(info);
+        return;
     }
-    json_decref(doc);
-    return rc;
+    tk_log_info("snapshot (%s): saved %s (%lld entities, %lld bytes)", q->why, q->path,
+                (long long)json_integer_value(json_object_get(info, "entities")),
+                (long long)json_integer_value(json_object_get(info, "bytes")));
+    if (q->call)
+        tkd_call_reply(q->call, info);
+    else
+        json_decref(info);
+    (void)d;
+}
+
+/* Fork a child for q (copied).  On failure answers q at once. */
+static void bg_start(tkd *d, const bg_req *q)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        char msg[TKD_ERR_MAX];
+        snprintf(msg, sizeof msg, "path: cannot save %.400s: pipe: %s", q->path, strerror(errno));
+        bg_complete(d, q, -32603, msg, NULL);
+        return;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        char msg[TKD_ERR_MAX];
+        snprintf(msg, sizeof msg, "path: cannot save %.400s: fork: %s", q->path, strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        bg_complete(d, q, -32603, msg, NULL);
+        return;
+    }
+    if (pid == 0) {
+        close(pfd[0]);
+        bg_child(d, q->path, pfd[1], parent);
+    }
+    close(pfd[1]);
+    b->pid = pid;
+    b->rfd = pfd[0];
+    b->cur = *q;
+    b->start_ns = tk_clock_now_ns();
+}
+
+/* The child has exited with `status`: read its report, answer. */
+static void bg_reaped(tkd *d, int status)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    char line[TKD_ERR_MAX + 96];
+    ssize_t n;
+    do
+        n = read(b->rfd, line, sizeof line - 1);
+    while (n < 0 && errno == EINTR);
+    line[n > 0 ? n : 0] = '\0';
+    close(b->rfd);
+    b->rfd = -1;
+    b->pid = 0;
+    char *nl = strchr(line, '\n');
+    if (nl)
+        *nl = '\0';
+    unsigned long long by, en, ti, tb;
+    int code;
+    char msg[TKD_ERR_MAX + 64];
+    if (n > 0 && sscanf(line, "0 %llu %llu %llu %llu", &by, &en, &ti, &tb) == 4) {
+        snap_counts c = {en, ti, tb};
+        bg_complete(d, &b->cur, 0, NULL, info_json(b->cur.path, by, &c));
+        return;
+    }
+    if (n > 0 && sscanf(line, "%d", &code) == 1 && code < 0 && strchr(line, ' ')) {
+        bg_complete(d, &b->cur, code, strchr(line, ' ') + 1, NULL);
+        return;
+    }
+    if (WIFSIGNALED(status))
+        snprintf(msg, sizeof msg, "path: saving %.400s: the save process died of signal %d",
+                 b->cur.path, WTERMSIG(status));
+    else
+        snprintf(msg, sizeof msg, "path: saving %.400s: the save process failed (status %d)",
+                 b->cur.path, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    bg_complete(d, &b->cur, -32603, msg, NULL);
+}
+
+/* Start the next waiting request, if any. */
+static void bg_next(tkd *d)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    while (!b->pid && b->queue) {
+        bg_req *q = b->queue;
+        b->queue = q->next;
+        if (!b->queue)
+            b->tail = &b->queue;
+        bg_start(d, q);
+        tk_free(q);
+    }
+}
+
+static bool bg_tick(void *ud, double dt)
+{
+    (void)dt;
+    tkd *d = ud;
+    struct tkd_bgsave *b = d->bgsave;
+    if (b->pid) {
+        int status = 0;
+        pid_t r = waitpid(b->pid, &status, WNOHANG);
+        if (r == 0)
+            return true;
+        if (r < 0 && errno == EINTR)
+            return true;
+        bg_reaped(d, r == b->pid ? status : 0);
+    }
+    bg_next(d);
+    if (b->pid)
+        return true;
+    b->ticker = TK_TICKER_NONE;
+    return false;
+}
+
+int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *why, char *err,
+                         size_t errlen)
+{
+    bg_req q;
+    memset(&q, 0, sizeof q);
+    int rc = tkd_snapshot_resolve(d, param, q.path, sizeof q.path, err, errlen);
+    if (rc)
+        return rc;
+    q.call = call;
+    snprintf(q.why, sizeof q.why, "%s", why);
+    if (!d->bgsave) {
+        d->bgsave = tk_calloc(1, sizeof *d->bgsave);
+        d->bgsave->rfd = -1;
+        d->bgsave->tail = &d->bgsave->queue;
+    }
+    struct tkd_bgsave *b = d->bgsave;
+    if (b->pid || b->queue) {
+        if (!call) {
+            snprintf(err, errlen, "a save is in progress (%s of %s)", b->cur.why, b->cur.path);
+            return TKD_SNAPSHOT_BUSY;
+        }
+        bg_req *w = tk_malloc(sizeof *w);
+        *w = q;
+        *b->tail = w;
+        b->tail = &w->next;
+        return 0;
+    }
+    bg_start(d, &q);
+    if (b->pid && b->ticker == TK_TICKER_NONE &&
+        tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0) {
+        /* No reaper: wait here rather than leave the call unanswered. */
+        tkd_snapshot_finish(d);
+    }
+    return 0;
+}
+
+bool tkd_snapshot_saving(const tkd *d) { return d->bgsave && (d->bgsave->pid || d->bgsave->queue); }
+
+void tkd_snapshot_finish(tkd *d)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    if (!b)
+        return;
+    while (b->pid || b->queue) {
+        if (b->pid) {
+            int status = 0;
+            pid_t r;
+            do
+                r = waitpid(b->pid, &status, 0);
+            while (r < 0 && errno == EINTR);
+            bg_reaped(d, r == b->pid ? status : 0);
+        }
+        /* Those still waiting are written here, in-process. */
+        while (b->queue) {
+            bg_req *q = b->queue;
+            b->queue = q->next;
+            uint64_t bytes = 0;
+            snap_counts cnt;
+            char err[TKD_ERR_MAX];
+            int rc = write_file(d, q->path, &bytes, &cnt, err, sizeof err);
+            bg_complete(d, q, rc, err, rc ? NULL : info_json(q->path, bytes, &cnt));
+            tk_free(q);
+        }
+        b->tail = &b->queue;
+    }
+    if (b->ticker != TK_TICKER_NONE)
+        tk_ticker_remove(d->engine, b->ticker);
+    tk_free(b);
+    d->bgsave = NULL;
 }
