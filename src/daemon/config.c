@@ -415,7 +415,8 @@ static int parse_value(const tkd_config_key *k, const char *v, parsed *out,
             return TK_EINVAL;
         }
     }
-    if (*v == '\0' && k->type != TKD_CFG_LIST) {
+    /* A path whose default is empty may be set empty (= the default). */
+    if (*v == '\0' && k->type != TKD_CFG_LIST && !(k->type == TKD_CFG_PATH && !k->def[0])) {
         snprintf(reason, rlen, "empty value");
         return TK_EINVAL;
     }
