@@ -1445,7 +1445,7 @@ void tkd_snapshot_remove_stale(tkd *d)
             !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
             continue;
         if (unlinkat(dirfd(dh), de->d_name, 0) == 0)
-            tk_log_info("snapshot: removed %s/%s, a temporary file left by process %ld", dir,
+            tk_log_warn("snapshot: removed %s/%s, a temporary file left by process %ld", dir,
                         de->d_name, pid);
         else
             tk_log_warn("snapshot: cannot remove the stale temporary file %s/%s: %s", dir,
