@@ -1558,6 +1558,14 @@ static void bg_child(tkd *d, const char *path, int wfd, pid_t parent)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(3);
+    /* Hold no descriptor of the parent's: a client the parent closes must
+     * see its end of file now, not when this save ends. */
+    if (wfd > 3 && close_range(3, (unsigned)wfd - 1, 0) != 0)
+        for (int fd = 3; fd < wfd; fd++)
+            close(fd);
+    if (close_range((unsigned)wfd + 1, ~0u, 0) != 0)
+        for (int fd = wfd + 1; fd < 4096; fd++)
+            close(fd);
     char err[TKD_ERR_MAX], line[TKD_ERR_MAX + 96];
     uint64_t bytes = 0;
     snap_counts cnt;
