@@ -804,7 +804,52 @@ static int check_prereqs(const doc_in *in, const fn_in *fi, const char *path, tk
     return 0;
 }
 
-static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_perr *e)
+/*
+ * The entities of a file being loaded, as byte ranges of its text: each is
+ * parsed, checked and freed in turn, so a load never holds a jansson tree
+ * of the whole world (for a million entities, building that tree was most
+ * of the time of a load and several times the memory).
+ */
+typedef struct ent_text {
+    const char *text;   /* the file (borrowed)                             */
+    size_t n;           /* elements of $.entities                          */
+    size_t *off, *len;  /* each element's bytes                            */
+} ent_text;
+
+/* Does the entity hold spawn templates (props whose strings stay borrowed
+ * from its JSON)? */
+static bool has_templates(const ent_in *en)
+{
+    const tks_entity_restore *r = &en->r;
+    for (size_t i = 0; i < r->n_props; i++)
+        if (r->props[i].v.type == TKS_V_SPAWN && r->props[i].v.spawn)
+            return true;
+    for (size_t c = 0; c < r->n_components; c++)
+        for (size_t i = 0; i < r->components[c].n_props; i++)
+            if (r->components[c].props[i].v.type == TKS_V_SPAWN &&
+                r->components[c].props[i].v.spawn)
+                return true;
+    return false;
+}
+
+/* Copy the strings an entity borrows from its JSON into the arena. */
+static void own_strings(tkd_arena *a, ent_in *en)
+{
+    tks_entity_restore *r = &en->r;
+    r->cls = tkd_arena_strdup(a, r->cls);
+    if (r->level)
+        r->level = tkd_arena_strdup(a, r->level);
+    for (size_t c = 0; c < r->n_components; c++)
+        r->components[c].cls = tkd_arena_strdup(a, r->components[c].cls);
+}
+
+/*
+ * Check the document `doc` (its entities in `et` when not NULL, else in
+ * doc's "entities") into `in`.  JSON of entities from `et` that must live
+ * until the apply (spawn templates) is appended to `keep`.
+ */
+static int parse_doc(tkd *d, const json_t *doc, const ent_text *et, json_t *keep, tkd_arena *a,
+                     doc_in *in, tkd_perr *e)
 {
     memset(in, 0, sizeof *in);
     if (!json_is_object(doc))
@@ -863,8 +908,12 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
     }
     /* entities */
     json_t *ents = NULL;
-    OPT(tkd_p_arr(doc, "entities", "$", &ents, e));
-    in->n_ents = ents ? json_array_size(ents) : 0;
+    if (et) {
+        in->n_ents = et->n;
+    } else {
+        OPT(tkd_p_arr(doc, "entities", "$", &ents, e));
+        in->n_ents = ents ? json_array_size(ents) : 0;
+    }
     if (in->n_ents > d->cfg.max_entities)
         return tkd_perr_set(e, -32003, "$.entities: %zu entities exceed world.max_entities (%u)",
                             in->n_ents, d->cfg.max_entities);
@@ -873,8 +922,28 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
     for (size_t i = 0; i < in->n_ents; i++) {
         char p[64];
         snprintf(p, sizeof p, "$.entities[%zu]", i);
-        if (parse_entity(d->sim, json_array_get(ents, i), p, a, &in->ents[i], e) < 0)
-            return -1;
+        if (!et) {
+            if (parse_entity(d->sim, json_array_get(ents, i), p, a, &in->ents[i], e) < 0)
+                return -1;
+        } else {
+            json_error_t je;
+            json_t *ej = json_loadb(et->text + et->off[i], et->len[i],
+                                   JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+            if (!ej)
+                return tkd_perr_set(e, -32602,
+                                    "%s: not valid JSON (line %d, column %d of the entity)", p,
+                                    je.line, je.column);
+            int prc = parse_entity(d->sim, ej, p, a, &in->ents[i], e);
+            if (prc == 0 && has_templates(&in->ents[i])) {
+                json_array_append_new(keep, ej);
+            } else {
+                if (prc == 0)
+                    own_strings(a, &in->ents[i]);
+                json_decref(ej);
+            }
+            if (prc < 0)
+                return -1;
+        }
         in->sorted_ids[i] = in->ents[i].r.id;
         const char *lv = in->ents[i].r.level ? in->ents[i].r.level : "persistent";
         if (strcmp(lv, "persistent") != 0 && !has_level(in, lv))
@@ -1154,21 +1223,188 @@ static int apply(tkd *d, const doc_in *in, char *err, size_t errlen)
     return 0;
 }
 
-int tkd_snapshot_apply(tkd *d, const json_t *doc, char *err, size_t errlen)
+/* Check, then apply (see tkd_snapshot_apply); et as for parse_doc. */
+static int check_and_apply(tkd *d, const json_t *doc, const ent_text *et, char *err,
+                           size_t errlen)
 {
     tkd_arena a = {0};
     doc_in in;
     tkd_perr pe;
-    if (parse_doc(d, doc, &a, &in, &pe) < 0) {
+    json_t *keep = json_array();
+    int rc;
+    if (parse_doc(d, doc, et, keep, &a, &in, &pe) < 0) {
         snprintf(err, errlen, "%s", pe.msg);
-        tkd_arena_free(&a);
-        return pe.code;
+        rc = pe.code;
+    } else {
+        /* Everything apply() can fail on was checked above: it does not
+         * fail on a checked document. */
+        rc = apply(d, &in, err, errlen);
+        if (rc)
+            tk_log_error("snapshot load failed half-way (a bug): %s", err);
     }
-    int rc = apply(d, &in, err, errlen);
     tkd_arena_free(&a);
-    if (rc)
-        tk_log_error("snapshot load failed half-way (a bug): %s", err);
+    json_decref(keep);
     return rc;
+}
+
+int tkd_snapshot_apply(tkd *d, const json_t *doc, char *err, size_t errlen)
+{
+    return check_and_apply(d, doc, NULL, err, errlen);
+}
+
+/* ---- splitting a file's text ---------------------------------------------------------------
+ *
+ * Just enough of a JSON scanner to find the top-level members and the
+ * elements of $.entities; every piece is then parsed by jansson, which
+ * checks it.  Anything unexpected (a syntax error, a duplicate member)
+ * makes split_doc give up, and the file is parsed whole, so that jansson's
+ * error (line and column) is reported as before.
+ */
+
+static size_t sc_ws(const char *t, size_t i, size_t n)
+{
+    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* t[i] is '"': the index after the closing quote, or 0. */
+static size_t sc_str(const char *t, size_t i, size_t n)
+{
+    for (i++; i < n; i++) {
+        if (t[i] == '\\')
+            i++;
+        else if (t[i] == '"')
+            return i + 1;
+    }
+    return 0;
+}
+
+/* The index after the value at t[i], or 0 (iterative: no recursion on
+ * nesting). */
+static size_t sc_val(const char *t, size_t i, size_t n)
+{
+    if (i >= n)
+        return 0;
+    if (t[i] == '"')
+        return sc_str(t, i, n);
+    if (t[i] == '{' || t[i] == '[') {
+        size_t depth = 0;
+        while (i < n) {
+            char c = t[i];
+            if (c == '"') {
+                i = sc_str(t, i, n);
+                if (!i)
+                    return 0;
+                continue;
+            }
+            if (c == '{' || c == '[')
+                depth++;
+            else if ((c == '}' || c == ']') && --depth == 0)
+                return i + 1;
+            i++;
+        }
+        return 0;
+    }
+    size_t s0 = i;
+    while (i < n && t[i] != ',' && t[i] != '}' && t[i] != ']' && t[i] != ' ' && t[i] != '\t' &&
+           t[i] != '\n' && t[i] != '\r')
+        i++;
+    return i > s0 ? i : 0;
+}
+
+static void et_push(ent_text *et, size_t *cap, size_t off, size_t len)
+{
+    if (et->n == *cap) {
+        *cap = *cap ? *cap * 2 : 1024;
+        et->off = tk_realloc(et->off, *cap * sizeof *et->off);
+        et->len = tk_realloc(et->len, *cap * sizeof *et->len);
+    }
+    et->off[et->n] = off;
+    et->len[et->n++] = len;
+}
+
+/*
+ * Split the text of a snapshot: *rest gets the top-level object without
+ * "entities" (new reference), et the entities' byte ranges (free with
+ * tk_free of off and len).  False (nothing to free) if the text is not
+ * shaped so; the caller then parses it whole.
+ */
+static bool split_doc(const char *t, size_t n, json_t **rest_out, ent_text *et)
+{
+    memset(et, 0, sizeof *et);
+    et->text = t;
+    size_t cap = 0, i = sc_ws(t, 0, n);
+    bool have_ents = false;
+    if (i >= n || t[i] != '{')
+        return false;
+    json_t *rest = json_object(), *k = NULL;
+    i = sc_ws(t, i + 1, n);
+    while (i < n && t[i] == '"') {
+        size_t ke = sc_str(t, i, n);
+        k = ke ? json_loadb(t + i, ke - i, JSON_DECODE_ANY, NULL) : NULL;
+        const char *key = json_string_value(k);
+        if (!key || strlen(key) != json_string_length(k))
+            goto fail_k;
+        i = sc_ws(t, ke, n);
+        if (i >= n || t[i] != ':')
+            goto fail_k;
+        size_t vs = sc_ws(t, i + 1, n), ve = sc_val(t, vs, n);
+        if (!ve || json_object_get(rest, key) || (have_ents && !strcmp(key, "entities")))
+            goto fail_k;
+        if (!strcmp(key, "entities") && t[vs] == '[') {
+            have_ents = true;
+            size_t j = sc_ws(t, vs + 1, ve);
+            if (j < ve && t[j] == ']')
+                j++;
+            else
+                for (;;) {
+                    size_t ee = sc_val(t, j, ve);
+                    if (!ee)
+                        goto fail_k;
+                    et_push(et, &cap, j, ee - j);
+                    j = sc_ws(t, ee, ve);
+                    if (j < ve && t[j] == ',') {
+                        j = sc_ws(t, j + 1, ve);
+                        continue;
+                    }
+                    if (j < ve && t[j] == ']') {
+                        j++;
+                        break;
+                    }
+                    goto fail_k;
+                }
+            if (j != ve)
+                goto fail_k;
+        } else {
+            json_t *v = json_loadb(t + vs, ve - vs, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+            if (!v)
+                goto fail_k;
+            json_object_set_new(rest, key, v);
+        }
+        json_decref(k);
+        k = NULL;
+        i = sc_ws(t, ve, n);
+        if (i < n && t[i] == ',') {
+            i = sc_ws(t, i + 1, n);
+            if (i >= n || t[i] != '"')
+                goto fail;
+            continue;
+        }
+        break;
+    }
+    if (i >= n || t[i] != '}' || sc_ws(t, i + 1, n) != n || !have_ents)
+        goto fail;
+    *rest_out = rest;
+    return true;
+fail_k:
+    json_decref(k);
+fail:
+    json_decref(rest);
+    tk_free(et->off);
+    tk_free(et->len);
+    memset(et, 0, sizeof *et);
+    return false;
 }
 
 /* ---- files ------------------------------------------------------------------------------- */
@@ -1432,31 +1668,43 @@ int tkd_snapshot_load(tkd *d, const char *param, json_t **info, char *err, size_
         return rc;
     /* Nothing of the content is quoted back: jansson's messages would show
      * tokens of whatever file the path names. */
-    json_error_t je;
-    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    free(text);
-    if (!doc) {
-        snprintf(err, errlen, "%s: not a tickd snapshot (not valid JSON at line %d, column %d)",
-                 path, je.line, je.column);
-        return -32602;
+    ent_text et;
+    json_t *doc = NULL;
+    bool split = split_doc(text, len, &doc, &et);
+    if (!split) {
+        json_error_t je;
+        doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+        if (!doc) {
+            free(text);
+            snprintf(err, errlen,
+                     "%s: not a tickd snapshot (not valid JSON at line %d, column %d)", path,
+                     je.line, je.column);
+            return -32602;
+        }
     }
     const json_t *fmt = json_object_get(doc, "format");
-    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "tickd-snapshot") != 0) {
+    if (!json_is_object(doc) || !json_is_string(fmt) ||
+        strcmp(json_string_value(fmt), "tickd-snapshot") != 0) {
         snprintf(err, errlen, "%s: not a tickd snapshot (no \"format\": \"tickd-snapshot\")",
                  path);
-        json_decref(doc);
-        return -32602;
+        rc = -32602;
+    } else {
+        char e2[TKD_ERR_MAX];
+        rc = check_and_apply(d, doc, split ? &et : NULL, e2, sizeof e2);
+        if (rc) {
+            snprintf(err, errlen, "%s: %s", path, e2);
+        } else if (info) {
+            snap_counts c = {split ? et.n : json_array_size(json_object_get(doc, "entities")),
+                             json_array_size(json_object_get(doc, "timers")),
+                             json_array_size(json_object_get(doc, "tickables"))};
+            *info = info_json(path, len, &c);
+        }
     }
-    char e2[TKD_ERR_MAX];
-    rc = tkd_snapshot_apply(d, doc, e2, sizeof e2);
-    if (rc) {
-        snprintf(err, errlen, "%s: %s", path, e2);
-    } else if (info) {
-        snap_counts c = {json_array_size(json_object_get(doc, "entities")),
-                         json_array_size(json_object_get(doc, "timers")),
-                         json_array_size(json_object_get(doc, "tickables"))};
-        *info = info_json(path, len, &c);
+    if (split) {
+        tk_free(et.off);
+        tk_free(et.len);
     }
+    free(text);
     json_decref(doc);
     return rc;
 }
