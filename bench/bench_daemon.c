@@ -63,13 +63,16 @@
  *                                   the 5 runs)
  *   mspt_p50_1m_movers              as mspt_p50_1m_entities with 1M
  *                                   `mover` entities (one run)
- *   save_1m_max_frame_gap_ms        the largest frame period (the "dt" of
- *                                   the daemon's `frame` events) from a
+ *   save_1m_max_frame_gap_ms        the largest gap between frames from a
  *                                   world.save of 1M movers until 10
- *                                   frames after its answer, with
- *                                   engine.max_dt=0 so that dt is not
- *                                   clamped (one run; the save's seconds
- *                                   and bytes are noted)
+ *                                   frames after its answer: the larger
+ *                                   of the largest "dt" of the daemon's
+ *                                   `frame` events (engine.max_dt=0, but
+ *                                   the world still clamps dt to 0.4 s)
+ *                                   and the largest gap between the
+ *                                   arrivals of two of them here (one
+ *                                   run; the save's seconds, bytes and
+ *                                   both maxima are noted)
  *
  * stdout carries the key=value lines and nothing else; progress, the
  * per-run numbers and a table go to stderr.  Every wait has a deadline; on
@@ -1389,7 +1392,8 @@ static void save_gap(bench *b)
     uint64_t t0 = now_ns();
     if (!conn_write_all(&c, req, (size_t)n, deadline))
         goto fail;
-    double max_ms = 0, seconds = 0, bytes = 0;
+    double max_ms = 0, max_arrival_ms = 0, seconds = 0, bytes = 0;
+    uint64_t last_arrival = 0;
     int after = -1, frames = 0;
     while (after < SAVE_AFTER_FRAMES) {
         size_t len;
@@ -1417,16 +1421,19 @@ static void save_gap(bench *b)
                 frames++;
                 if (dt * 1e3 > max_ms)
                     max_ms = dt * 1e3;
+                if (last_arrival && (double)(c.fill_ns - last_arrival) / 1e6 > max_arrival_ms)
+                    max_arrival_ms = (double)(c.fill_ns - last_arrival) / 1e6;
+                last_arrival = c.fill_ns;
                 if (after >= 0)
                     after++;
             }
         }
         json_decref(m);
     }
-    note("world.save of 1M movers: answered in %.2f s, %.0f bytes, %d frames, largest frame "
-         "period %.1f ms",
-         seconds, bytes, frames, max_ms);
-    figure(F_SAVE_GAP, max_ms);
+    note("world.save of 1M movers: answered in %.2f s, %.0f bytes, %d frames, largest dt "
+         "%.1f ms, largest gap between frame events here %.1f ms",
+         seconds, bytes, frames, max_ms, max_arrival_ms);
+    figure(F_SAVE_GAP, max_ms > max_arrival_ms ? max_ms : max_arrival_ms);
     daemon_down(&p, &c);
     return;
 fail:

@@ -1874,7 +1874,7 @@ static void bg_start(tkd *d, const bg_req *q)
         bg_child(d, q->path, pfd[1], parent);
     }
     close(pfd[1]);
-    tk_log_info("snapshot (%s): writing %s in process %ld (fork took %.1f ms)", q->why, q->path,
+    tk_log_debug("snapshot (%s): writing %s in process %ld (fork took %.1f ms)", q->why, q->path,
                 (long)pid, (double)(tk_clock_now_ns() - t0) / 1e6);
     b->pid = pid;
     b->rfd = pfd[0];
