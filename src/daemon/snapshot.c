@@ -1711,13 +1711,16 @@ int tkd_snapshot_load(tkd *d, const char *param, json_t **info, char *err, size_
 
 /* ---- stale temporary files ------------------------------------------------------------------ */
 
-/* Is `name` "<base>.tmp.<pid>" or "<base>.tmp.<pid>.<n>"?  Fills *pid. */
-static bool temp_name_of(const char *name, const char *base, long *pid)
+/* Is `name` a save's temporary file, "<file>.tmp.<pid>" or
+ * "<file>.tmp.<pid>.<n>"?  Fills *pid. */
+static bool temp_name_of(const char *name, long *pid)
 {
-    size_t bl = strlen(base);
-    if (strncmp(name, base, bl) != 0 || strncmp(name + bl, ".tmp.", 5) != 0)
+    const char *t = NULL;
+    for (const char *q = strstr(name, ".tmp."); q; q = strstr(q + 1, ".tmp."))
+        t = q;
+    if (!t || t == name)
         return false;
-    const char *p = name + bl + 5;
+    const char *p = t + 5;
     char *end;
     errno = 0;
     long v = strtol(p, &end, 10);
@@ -1739,17 +1742,15 @@ void tkd_snapshot_remove_stale(tkd *d)
 {
     if (!d->cfg.snapshot_path || !d->cfg.snapshot_path[0])
         return;
-    char pbuf[PATH_MAX], bbuf[PATH_MAX];
-    snprintf(pbuf, sizeof pbuf, "%s", d->cfg.snapshot_path);
-    snprintf(bbuf, sizeof bbuf, "%s", d->cfg.snapshot_path);
-    const char *dir = dirname(pbuf), *base = basename(bbuf);
+    char dbuf[PATH_MAX];
+    const char *dir = snap_dir(d, dbuf, sizeof dbuf);
     DIR *dh = opendir(dir);
     if (!dh)
         return;
     struct dirent *de;
     while ((de = readdir(dh)) != NULL) {
         long pid;
-        if (!temp_name_of(de->d_name, base, &pid))
+        if (!temp_name_of(de->d_name, &pid))
             continue;
         /* A live writer's (another tickd on the same file, or a save child
          * still finishing) is left alone. */

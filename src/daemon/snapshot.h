@@ -59,8 +59,9 @@ json_t *tkd_snapshot_build(tkd *d);
 int tkd_snapshot_resolve(const tkd *d, const char *param, char *out, size_t outlen, char *err,
                          size_t errlen);
 
-/* At start: remove temporary files of [snapshot] path left by processes
- * that no longer run (a crash during a save); logs each one. */
+/* At start: remove the temporary files ("FILE.tmp.PID[.N]", regular files
+ * or links) in the snapshot directory left by processes that no longer run
+ * (a crash during a save); logs each one. */
 void tkd_snapshot_remove_stale(tkd *d);
 
 /* Returned by tkd_snapshot_save_bg for a save without a caller (autosave)

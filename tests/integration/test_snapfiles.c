@@ -134,14 +134,16 @@ START_TEST(snapfiles_stale_temp_removed_at_start)
         _exit(0);
     ck_assert_int_gt(dead, 0);
     ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
-    char stale[64];
+    char stale[64], stale2[64];
     snprintf(stale, sizeof stale, "snapshot.json.tmp.%ld", (long)dead);
-    const char *const files[] = {stale, "half a snapshot", "snapshot.json.tmp.notes", "mine",
-                                 NULL};
+    snprintf(stale2, sizeof stale2, "other.json.tmp.%ld.2", (long)dead);
+    const char *const files[] = {stale,  "half a snapshot", stale2, "half another",
+                                 "snapshot.json.tmp.notes", "mine", NULL};
     tkit_opts o = {.files = files};
     tkit_daemon *d = tkit_start(&o);
     struct stat st;
     ck_assert_int_ne(stat(tkit_path(d, stale), &st), 0);
+    ck_assert_int_ne(stat(tkit_path(d, stale2), &st), 0);
     ck_assert_int_eq(stat(tkit_path(d, "snapshot.json.tmp.notes"), &st), 0);
     ck_assert_msg(strstr(tkit_stderr(d), stale), "the removal is not logged: %s",
                   tkit_stderr(d));
