@@ -10,6 +10,7 @@
  * answers later while frames go on.
  */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -321,6 +322,64 @@ START_TEST(snapfiles_save_answers_later)
 }
 END_TEST
 
+/* The save child holds none of the daemon's sockets: a client the daemon
+ * closes sees its end of file at once, not when the save ends. */
+START_TEST(snapfiles_save_child_holds_no_socket)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"mover\",\"count\":200000}");
+    long long s = tkit_send_request(c, "world.save", "{\"path\":\"big.json\"}");
+    char p[128];
+    snprintf(p, sizeof p, "/proc/%ld/task/%ld/children", (long)tkit_pid(d), (long)tkit_pid(d));
+    long child = 0;
+    /* Look for the child until it shows (or the wait's deadline: then the
+     * save ended first and there is nothing to inspect). */
+    for (double end = tkit_now() + tkit_scale(2); child == 0 && tkit_now() < end;) {
+        FILE *f = fopen(p, "r");
+        if (!f)
+            break;
+        if (fscanf(f, "%ld", &child) != 1)
+            child = 0;
+        fclose(f);
+        if (child == 0)
+            usleep(2000);
+    }
+    /* Once it writes its temporary file (it closes the rest before),
+     * none of its descriptors may be a socket. */
+    char fdp[64], sock[256] = "";
+    snprintf(fdp, sizeof fdp, "/proc/%ld/fd", child);
+    for (double end = tkit_now() + tkit_scale(2); child > 0 && tkit_now() < end;) {
+        DIR *dh = opendir(fdp);
+        if (!dh)
+            break; /* the save ended */
+        bool writing = false;
+        sock[0] = '\0';
+        for (struct dirent *de; (de = readdir(dh)) != NULL;) {
+            char lp[400], target[256];
+            snprintf(lp, sizeof lp, "%s/%s", fdp, de->d_name);
+            ssize_t n = readlink(lp, target, sizeof target - 1);
+            if (n <= 0)
+                continue;
+            target[n] = '\0';
+            if (strstr(target, "big.json.tmp."))
+                writing = true;
+            if (!strncmp(target, "socket:", 7))
+                snprintf(sock, sizeof sock, "%.100s (fd %.20s)", target, de->d_name);
+        }
+        closedir(dh);
+        if (writing) {
+            ck_assert_msg(!sock[0], "the save child holds %s", sock);
+            break;
+        }
+        usleep(1000);
+    }
+    json_t *r = tkit_assert_result(tkit_recv_id(c, s));
+    ck_assert_int_eq(tkit_geti(r, "entities"), 200000);
+    tkit_finish(d);
+}
+END_TEST
+
 static Suite *snapfiles_suite(void)
 {
     Suite *s = suite_create("snapfiles");
@@ -334,6 +393,7 @@ static Suite *snapfiles_suite(void)
     tcase_add_test(tc, snapfiles_failed_load_keeps_world);
     tcase_add_test(tc, snapfiles_prerequisite_on_last_loads);
     tcase_add_test(tc, snapfiles_save_answers_later);
+    tcase_add_test(tc, snapfiles_save_child_holds_no_socket);
     suite_add_tcase(s, tc);
     return s;
 }
