@@ -2,10 +2,24 @@
  * snapshot.c - world.save / world.load (the format and guarantees are in
  * snapshot.h).
  *
- * Loading is two-phase: parse_* read the document into plain structures and
- * check everything (the error names the JSON path); only then apply() clears
- * the world and rebuilds it.  Nothing in the apply phase can fail on a
- * checked document.
+ *   writing     the document streamed to a buffer flushed with write(2)
+ *   parsing     parse_* read the document into plain structures and check
+ *               everything (the error names the JSON path, never quotes
+ *               content); lookups by id are binary searches, so a load is
+ *               O(n log n) whatever the prerequisites
+ *   applying    only then apply() clears the world and rebuilds it; every
+ *               way it could fail (slots, duplicates, classes, levels,
+ *               props) was checked, so it does not fail on a checked
+ *               document (the fuzz target checks that no load answers
+ *               -32603)
+ *   splitting   a file's entities are parsed one at a time
+ *   files       paths confined to the snapshot directory, temporary files
+ *               created exclusively, non-regular files refused unopened
+ *   child       world.save and autosaves written by a forked process
+ *
+ * What it deliberately does not do: build the new world aside and swap it
+ * in (the core has one world per engine); a world.load runs on the frame
+ * thread, as long as it takes.
  */
 #include <dirent.h>
 #include <errno.h>
