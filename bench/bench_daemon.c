@@ -63,6 +63,16 @@
  *                                   the 5 runs)
  *   mspt_p50_1m_movers              as mspt_p50_1m_entities with 1M
  *                                   `mover` entities (one run)
+ *   save_1m_max_frame_gap_ms        the largest gap between frames from a
+ *                                   world.save of 1M movers until 10
+ *                                   frames after its answer: the larger
+ *                                   of the largest "dt" of the daemon's
+ *                                   `frame` events (engine.max_dt=0, but
+ *                                   the world still clamps dt to 0.4 s)
+ *                                   and the largest gap between the
+ *                                   arrivals of two of them here (one
+ *                                   run; the save's seconds, bytes and
+ *                                   both maxima are noted)
  *
  * stdout carries the key=value lines and nothing else; progress, the
  * per-run numbers and a table go to stderr.  Every wait has a deadline; on
@@ -195,6 +205,7 @@ enum {
     F_MSPT_MOVERS,
     F_SPAWN_GAP,
     F_HOSTILE_GAP,
+    F_SAVE_GAP,
     F_COUNT
 };
 
@@ -220,6 +231,7 @@ static const struct {
     [F_MSPT_MOVERS] = {"mspt_p50_1m_movers", "%.3f", "ms"},
     [F_SPAWN_GAP] = {"spawn_1m_max_frame_gap_ms", "%.1f", "ms"},
     [F_HOSTILE_GAP] = {"max_frame_gap_ms_hostile", "%.1f", "ms"},
+    [F_SAVE_GAP] = {"save_1m_max_frame_gap_ms", "%.1f", "ms"},
 };
 
 static double fig_val[F_COUNT]; /* measured values                    */
@@ -1651,6 +1663,95 @@ static bool hostile(bench *b)
     else
         daemon_fail(&p, &c);
     return alive;
+#define SAVE_AFTER_FRAMES 10    /* frames watched after world.save answered */
+#define SAVE_TIMEOUT_MS   120000 /* one world.save of 1M movers               */
+
+/*
+ * save_1m_max_frame_gap_ms: one daemon with 1M movers; subscribed to frame
+ * events, send world.save and take the largest frame period until
+ * SAVE_AFTER_FRAMES frames after its answer.
+ */
+static void save_gap(bench *b)
+{
+    proc p;
+    conn c;
+    char snap[PATH_MAX];
+    snprintf(snap, sizeof snap, "snapshot.path=%.255s/save-1m.json", b->dir);
+    /* max_dt 0: the frame events' dt is the whole frame period, unclamped. */
+    const char *const extra[] = {"--set", snap, "--set", "engine.max_dt=0", NULL};
+    note("world.save of 1M movers at 60 Hz: one daemon");
+    if (!daemon_up(b, &p, &c, extra))
+        return;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%.255s/save-1m.json", b->dir);
+    track_file(path);
+    char params[128];
+    snprintf(params, sizeof params, "{\"class\":\"mover\",\"count\":%d}", SPAWN_BATCH);
+    for (int i = 0; i < SPAWN_TOTAL / SPAWN_BATCH; i++) {
+        json_t *r = conn_call(&c, "entity.spawn", params, now_ns() + MS(CALL_TIMEOUT_MS));
+        if (!r)
+            goto fail;
+        json_decref(r);
+    }
+    sleep_ns(MS(SETTLE_MS));
+    uint64_t deadline = now_ns() + MS(SAVE_TIMEOUT_MS);
+    json_t *r = conn_call(&c, "events.subscribe", "{\"topics\":[\"frame\"]}", deadline);
+    if (!r)
+        goto fail;
+    json_decref(r);
+    unsigned long long id = c.next_id++;
+    char req[160];
+    int n = snprintf(req, sizeof req,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"world.save\"}\n", id);
+    uint64_t t0 = now_ns();
+    if (!conn_write_all(&c, req, (size_t)n, deadline))
+        goto fail;
+    double max_ms = 0, max_arrival_ms = 0, seconds = 0, bytes = 0;
+    uint64_t last_arrival = 0;
+    int after = -1, frames = 0;
+    while (after < SAVE_AFTER_FRAMES) {
+        size_t len;
+        char *l = conn_line(&c, &len, deadline);
+        if (!l) {
+            note("world.save: %s", c.eof ? "the daemon closed the connection" : "no answer in time");
+            goto fail;
+        }
+        json_t *m = json_loadb(l, len, 0, NULL);
+        json_t *rid = json_object_get(m, "id");
+        if (json_is_integer(rid) && (unsigned long long)json_integer_value(rid) == id) {
+            json_t *res = json_object_get(m, "result");
+            if (!res) {
+                note("world.save failed: %.300s", l);
+                json_decref(m);
+                goto fail;
+            }
+            seconds = (double)(now_ns() - t0) / 1e9;
+            bytes = jnum(res, "bytes", NULL);
+            after = 0;
+        } else {
+            const char *meth = json_string_value(json_object_get(m, "method"));
+            double dt = jnum(json_object_get(m, "params"), "dt", NULL);
+            if (meth && !strcmp(meth, "event.frame") && !isnan(dt)) {
+                frames++;
+                if (dt * 1e3 > max_ms)
+                    max_ms = dt * 1e3;
+                if (last_arrival && (double)(c.fill_ns - last_arrival) / 1e6 > max_arrival_ms)
+                    max_arrival_ms = (double)(c.fill_ns - last_arrival) / 1e6;
+                last_arrival = c.fill_ns;
+                if (after >= 0)
+                    after++;
+            }
+        }
+        json_decref(m);
+    }
+    note("world.save of 1M movers: answered in %.2f s, %.0f bytes, %d frames, largest dt "
+         "%.1f ms, largest gap between frame events here %.1f ms",
+         seconds, bytes, frames, max_ms, max_arrival_ms);
+    figure(F_SAVE_GAP, max_ms > max_arrival_ms ? max_ms : max_arrival_ms);
+    daemon_down(&p, &c);
+    return;
+fail:
+    daemon_fail(&p, &c);
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -1715,6 +1816,7 @@ int main(int argc, char **argv)
     unbounded_daemon(&b);
     counters(&b);
     movers(&b);
+    save_gap(&b);
     if (hostile(&b))
         figure(F_HOSTILE_GAP, hostile_gap_max);
 

@@ -132,6 +132,9 @@ static const tkd_config_key keys[] = {
 
     {"snapshot", "path", TKD_CFG_PATH, "run/tickd.snapshot.json", 0, 0, false,
      F(snapshot_path), "", "Default file of world.save and world.load."},
+    {"snapshot", "dir", TKD_CFG_PATH, "", 0, 0, false, F(snapshot_dir), "",
+     "The only directory world.save and world.load use; empty = the "
+     "directory of path."},
     {"snapshot", "save_on_exit", TKD_CFG_BOOL, "false", 0, 0, false,
      F(save_on_exit), "", "Save a snapshot on graceful shutdown."},
     {"snapshot", "load_on_start", TKD_CFG_BOOL, "false", 0, 0, false,

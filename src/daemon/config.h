@@ -102,6 +102,8 @@ typedef struct tkd_config {
     double lag_warn_ms;         /* ms behind before "can't keep up" is logged */
     /* [snapshot] */
     char *snapshot_path;        /* default path of world.save/load (owned)    */
+    char *snapshot_dir;         /* where saves and loads may go (owned; ""/NULL:
+                                   the directory of snapshot_path)            */
     bool save_on_exit;          /* save a snapshot on graceful shutdown       */
     bool load_on_start;         /* load the snapshot (if present) at start    */
     double autosave_s;          /* s between automatic saves; 0 = never       */

@@ -129,7 +129,7 @@ static int load_snapshot_at_start(tkd *d, char *err, size_t errlen)
     }
     char e2[512];
     json_t *info = NULL;
-    int rc = tkd_snapshot_load(d, path, &info, e2, sizeof e2);
+    int rc = tkd_snapshot_load(d, NULL, &info, e2, sizeof e2);
     if (rc) {
         snprintf(err, errlen, "[snapshot] load_on_start: %s", e2);
         return -1;
@@ -156,7 +156,7 @@ static void save_snapshot(tkd *d, const char *why)
 {
     char err[512];
     json_t *info = NULL;
-    if (tkd_snapshot_save(d, d->cfg.snapshot_path, &info, err, sizeof err) != 0) {
+    if (tkd_snapshot_save(d, NULL, &info, err, sizeof err) != 0) {
         tk_log_error("snapshot (%s): %s", why, err);
         return;
     }
@@ -171,7 +171,13 @@ static bool autosave_tick(void *ud, double dt)
 {
     (void)dt;
     tkd *d = ud;
-    save_snapshot(d, "autosave");
+    /* In a child process; skipped while another save runs. */
+    char err[512];
+    int rc = tkd_snapshot_save_bg(d, NULL, NULL, "autosave", err, sizeof err);
+    if (rc == TKD_SNAPSHOT_BUSY)
+        tk_log_debug("snapshot (autosave): skipped: %s", err);
+    else if (rc)
+        tk_log_error("snapshot (autosave): %s", err);
     return true;
 }
 
@@ -568,6 +574,7 @@ int tkd_init(tkd *d, char *err, size_t errlen)
         }
         tk_log_info("plugin %s loaded", d->cfg.plugins.items[i]);
     }
+    tkd_snapshot_remove_stale(d);
     if (d->cfg.load_on_start && load_snapshot_at_start(d, err, errlen) != 0)
         return -1;
     if (d->cfg.autosave_s > 0)
@@ -629,7 +636,8 @@ void tkd_fini(tkd *d)
         tkd_server_shutting_down(d->srv);
         /* Requests that arrived during the last frame still run and answer. */
         tkd_server_drain(d->srv, exec_call, d);
-        tkd_methods_shutdown(d);
+        tkd_methods_shutdown(d); /* requests in slices undone first */
+        tkd_snapshot_finish(d);  /* a save child still writing: wait, answer */
         if (d->cfg.save_on_exit && d->sim)
             save_snapshot(d, "save_on_exit");
         tkd_server_close_all(d->srv, 2000);

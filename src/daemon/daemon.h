@@ -77,6 +77,7 @@ typedef struct tkd {
     tk_ticker_handle autosave_ticker;
     tkd_notify notify;          /* systemd notify socket and watchdog         */
     tk_ticker_handle status_ticker; /* STATUS= to systemd, every few seconds  */
+    struct tkd_bgsave *bgsave;  /* world.save/autosave in a child (snapshot.c) */
 } tkd;
 
 /* Create the daemon from a loaded config (binds the socket, creates levels).

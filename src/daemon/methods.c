@@ -717,23 +717,30 @@ static void snapshot_method(req *r, bool save)
 {
     KEYS("path");
     tkd_perr pe;
-    const char *path = r->d->cfg.snapshot_path;
+    const char *path = NULL;
     READ(tkd_p_str(r->params, "path", "", &path, &pe));
     if (r->d->offline)
-        path = r->d->cfg.snapshot_path; /* never a path from the input */
-    if (!path || !path[0]) {
-        fail(r, -32602, "path: required (no [snapshot] path is configured)");
-        return;
-    }
+        path = NULL; /* never a path from the input */
     char err[TKD_ERR_MAX];
     json_t *info = NULL;
-    int rc = save ? tkd_snapshot_save(r->d, path, &info, err, sizeof err)
-                  : tkd_snapshot_load(r->d, path, &info, err, sizeof err);
+    int rc;
+    if (save && !r->d->offline) {
+        /* Written by a child process; answered when it is done. */
+        rc = tkd_snapshot_save_bg(r->d, path, r->call, "world.save", err, sizeof err);
+        if (rc)
+            fail(r, rc, "%s", err);
+        else
+            defer(r);
+        return;
+    }
+    rc = save ? tkd_snapshot_save(r->d, path, &info, err, sizeof err)
+              : tkd_snapshot_load(r->d, path, &info, err, sizeof err);
     if (rc) {
         fail(r, rc, "%s", err);
         return;
     }
-    tk_log_info("world.%s: %s (%lld entities)", save ? "save" : "load", path,
+    tk_log_info("world.%s: %s (%lld entities)", save ? "save" : "load",
+                json_string_value(json_object_get(info, "path")),
                 (long long)json_integer_value(json_object_get(info, "entities")));
     ok(r, info);
 }

@@ -561,6 +561,9 @@ json_t *tkd_j_value(const tks_prop_desc *d, const tks_value *v)
 {
     switch (d->type) {
     case TKS_PROP_NUMBER:
+        /* JSON has no infinities: the simulation's are shown as strings. */
+        if (!isfinite(v->num))
+            return json_string(isnan(v->num) ? "nan" : v->num > 0 ? "inf" : "-inf");
         return json_real(v->num);
     case TKS_PROP_COUNT:
     case TKS_PROP_ID:

@@ -2,103 +2,330 @@
  * snapshot.c - world.save / world.load (the format and guarantees are in
  * snapshot.h).
  *
- * Loading is two-phase: parse_* read the document into plain structures and
- * check everything (the error names the JSON path); only then apply() clears
- * the world and rebuilds it.  Nothing in the apply phase can fail on a
- * checked document.
+ *   writing     the document streamed to a buffer flushed with write(2)
+ *   parsing     parse_* read the document into plain structures and check
+ *               everything (the error names the JSON path, never quotes
+ *               content); lookups by id are binary searches, so a load is
+ *               O(n log n) whatever the prerequisites
+ *   applying    only then apply() clears the world and rebuilds it; every
+ *               way it could fail (slots, duplicates, classes, levels,
+ *               props) was checked, so it does not fail on a checked
+ *               document (the fuzz target checks that no load answers
+ *               -32603)
+ *   splitting   a file's entities are parsed one at a time
+ *   files       paths confined to the snapshot directory, temporary files
+ *               created exclusively, non-regular files refused unopened
+ *   child       world.save and autosaves written by a forked process
+ *
+ * What it deliberately does not do: build the new world aside and swap it
+ * in (the core has one world per engine); a world.load runs on the frame
+ * thread, as long as it takes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "params.h"
 #include "snapshot.h"
+#include "jsonw.h"
 
-/* ---- building ------------------------------------------------------------------ */
+/* ---- writing ------------------------------------------------------------------
+ *
+ * The document is streamed straight to a buffered fd (no jansson tree of
+ * the whole world: for a million entities that tree and its text were most
+ * of the time and twice the memory).  Numbers are written as jansson writes
+ * them with JSON_REAL_PRECISION(17), so the bytes match the old writer's.
+ * A prop that the simulation drove to a non-finite value is written as the
+ * string "inf", "-inf" or "nan" (what entity.get shows), and read back so.
+ */
 
-static json_t *jid(uint64_t v) { return json_integer((json_int_t)v); }
+/*
+ * The writer: a buffer flushed to an fd with write(2) (fd -1: the buffer
+ * just grows, for tkd_snapshot_build).  stdio's per-call locking was a third
+ * of the time of a save.
+ */
+typedef struct wr {
+    char *buf;      /* WR_CHUNK bytes (or growing, fd -1)            */
+    size_t n, cap;  /* bytes used / allocated                        */
+    int fd;         /* where flushes go, or -1                       */
+    int err;        /* errno of the first failed write, or 0         */
+    uint64_t total; /* bytes flushed so far                          */
+} wr;
 
-static json_t *fn_json(tkd *d, const tks_entity *e, int comp)
+#define WR_CHUNK (1u << 20)
+
+static void wr_init(wr *w, int fd)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = fd;
+    w->cap = WR_CHUNK;
+    w->buf = tk_malloc(w->cap);
+}
+
+static void wr_flush(wr *w)
+{
+    const char *p = w->buf;
+    size_t n = w->n;
+    while (n && !w->err) {
+        ssize_t k = write(w->fd, p, n);
+        if (k < 0) {
+            if (errno != EINTR)
+                w->err = errno;
+            continue;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    w->total += w->n;
+    w->n = 0;
+}
+
+static void w_spill(wr *w, size_t need)
+{
+    if (w->fd >= 0) {
+        wr_flush(w);
+        if (need <= w->cap)
+            return;
+    }
+    while (w->cap - w->n < need)
+        w->cap *= 2;
+    w->buf = tk_realloc(w->buf, w->cap);
+}
+
+static inline void w_mem(wr *w, const char *s, size_t n)
+{
+    if (w->cap - w->n < n)
+        w_spill(w, n);
+    memcpy(w->buf + w->n, s, n);
+    w->n += n;
+}
+
+static inline void w_puts(wr *w, const char *s) { w_mem(w, s, strlen(s)); }
+
+static inline void w_putc(wr *w, char c)
+{
+    if (w->n == w->cap)
+        w_spill(w, 1);
+    w->buf[w->n++] = c;
+}
+
+static int w_dump_cb(const char *buffer, size_t size, void *data)
+{
+    w_mem(data, buffer, size);
+    return 0;
+}
+
+/* What a writer counted, for the result of world.save. */
+typedef struct snap_counts {
+    uint64_t entities, timers, tickables;
+} snap_counts;
+
+static void w_u64(wr *f, uint64_t v)
+{
+    char b[24];
+    size_t i = sizeof b;
+    do {
+        b[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    w_mem(f, b + i, sizeof b - i);
+}
+
+/* A double in the shortest form that reads back (jsonw.h: 0.1 stays 0.1);
+ * non-finite values as the strings "inf", "-inf", "nan". */
+static void w_real(wr *f, double v)
+{
+    if (!isfinite(v)) {
+        w_puts(f, isnan(v) ? "\"nan\"" : v > 0 ? "\"inf\"" : "\"-inf\"");
+        return;
+    }
+    char b[TKD_JSONW_REAL_MAX];
+    size_t n = tkd_jsonw_real(b, v);
+    w_mem(f, b, n);
+}
+
+static void w_bool(wr *f, bool v) { w_puts(f, v ? "true" : "false"); }
+
+/* `"key":` for a key known to need no escaping. */
+static void w_key(wr *f, const char *k)
+{
+    w_putc(f, '"');
+    w_puts(f, k);
+    w_puts(f, "\":");
+}
+
+/* Any JSON value through jansson (strings, actions, templates); steals j. */
+static void w_json(wr *f, json_t *j)
+{
+    if (!j) {
+        w_puts(f, "null");
+        return;
+    }
+    json_dump_callback(j, w_dump_cb, f, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    json_decref(j);
+}
+
+static void w_str(wr *f, const char *s) { w_json(f, json_string(s)); }
+
+static void w_spec(wr *f, const tk_tick_spec *s)
+{
+    tk_group end = s->end_group == TK_GROUP_SAME ? s->group : s->end_group;
+    w_puts(f, "{\"group\":\"");
+    w_puts(f, tk_group_name(s->group));
+    w_puts(f, "\",\"end_group\":\"");
+    w_puts(f, tk_group_name(end));
+    w_puts(f, "\",\"interval\":");
+    w_real(f, s->interval);
+    w_puts(f, ",\"enabled\":");
+    w_bool(f, s->enabled);
+    w_puts(f, ",\"even_when_paused\":");
+    w_bool(f, s->even_when_paused);
+    w_puts(f, ",\"high_priority\":");
+    w_bool(f, s->high_priority);
+    w_puts(f, ",\"batch\":");
+    w_bool(f, s->batch);
+    w_puts(f, ",\"on_dedicated_server\":");
+    w_bool(f, s->on_dedicated_server);
+    w_puts(f, ",\"any_thread\":");
+    w_bool(f, s->any_thread);
+}
+
+/* One tick function: its spec, and if registered its counters and
+ * prerequisites (all of them, however many). */
+static void w_fn(wr *f, tkd *d, const tks_entity *e, int comp)
 {
     tk_tick_id id = tks_entity_tick(e, comp);
-    json_t *o;
     tk_tick_info info;
     if (id != TK_TICK_NONE && tk_tick_get(d->world, id, &info) == 0) {
-        o = tkd_j_tick_spec(&info.spec);
+        w_spec(f, &info.spec);
         tk_tick_restore st;
         tk_tick_save(d->world, id, &st);
-        json_object_set_new(o, "ticks", jid(st.ticks));
-        json_object_set_new(o, "last_frame", jid(st.last_frame));
-        json_object_set_new(o, "last_dt", json_real(st.last_dt));
-        json_object_set_new(o, "accum_dt", json_real(st.accum_dt));
-        json_object_set_new(o, "cooldown", json_real(st.cooldown));
-        json_object_set_new(o, "since_last_tick", json_real(st.since_last_tick));
-        json_t *pre = json_array();
-        tk_tick_id p[64];
-        size_t n = tk_tick_prerequisites(d->world, id, p, 64);
-        for (size_t i = 0; i < n && i < 64; i++) {
+        w_puts(f, ",\"ticks\":");
+        w_u64(f, st.ticks);
+        w_puts(f, ",\"last_frame\":");
+        w_u64(f, st.last_frame);
+        w_puts(f, ",\"last_dt\":");
+        w_real(f, st.last_dt);
+        w_puts(f, ",\"accum_dt\":");
+        w_real(f, st.accum_dt);
+        w_puts(f, ",\"cooldown\":");
+        w_real(f, st.cooldown);
+        w_puts(f, ",\"since_last_tick\":");
+        w_real(f, st.since_last_tick);
+        w_puts(f, ",\"prerequisites\":[");
+        tk_tick_id local[64], *p = local;
+        size_t n = tk_tick_prerequisites(d->world, id, local, 64);
+        if (n > 64) {
+            p = tk_malloc(n * sizeof *p);
+            n = tk_tick_prerequisites(d->world, id, p, n);
+        }
+        bool first = true;
+        for (size_t i = 0; i < n; i++) {
             int pc = -1;
             const tks_entity *pe = tks_tick_owner(d->sim, p[i], &pc);
             if (!pe)
                 continue;
-            json_t *t = json_object();
-            json_object_set_new(t, "id", jid(tks_entity_id(pe)));
-            if (pc >= 0)
-                json_object_set_new(t, "component", json_integer(pc));
-            json_array_append_new(pre, t);
+            w_puts(f, first ? "{\"id\":" : ",{\"id\":");
+            first = false;
+            w_u64(f, tks_entity_id(pe));
+            if (pc >= 0) {
+                w_puts(f, ",\"component\":");
+                w_u64(f, (uint64_t)pc);
+            }
+            w_putc(f, '}');
         }
-        json_object_set_new(o, "prerequisites", pre);
+        if (p != local)
+            tk_free(p);
+        w_puts(f, "]}");
     } else {
         const tk_tick_spec *kept = tks_entity_tick_spec(d->sim, e, comp);
         tk_tick_spec def;
         tk_tick_spec_default(&def);
         def.on_dedicated_server = false;
-        o = tkd_j_tick_spec(kept ? kept : &def);
+        w_spec(f, kept ? kept : &def);
+        w_putc(f, '}');
     }
-    return o;
 }
 
-typedef struct build_ctx {
+typedef struct props_ctx {
+    wr *f;
+    bool first;
+} props_ctx;
+
+static void w_prop(void *ud, const tks_prop_desc *pd, const tks_value *v)
+{
+    props_ctx *pc = ud;
+    wr *f = pc->f;
+    if (!pc->first)
+        w_putc(f, ',');
+    pc->first = false;
+    w_key(f, pd->name);
+    if (pd->type == TKS_PROP_NUMBER)
+        w_real(f, v->num);
+    else
+        w_json(f, tkd_j_value(pd, v));
+}
+
+static void w_entity_props(wr *f, tkd *d, const tks_entity *e, int comp)
+{
+    props_ctx pc = {f, true};
+    w_putc(f, '{');
+    tks_entity_props(d->sim, e, comp, w_prop, &pc);
+    w_putc(f, '}');
+}
+
+typedef struct write_ctx {
     tkd *d;
-    json_t *arr;
-} build_ctx;
+    wr *f;
+    uint64_t n;
+} write_ctx;
 
-static void entity_json(void *ud, const tks_entity *e)
+static void w_entity(void *ud, const tks_entity *e)
 {
-    build_ctx *b = ud;
-    tkd *d = b->d;
-    json_t *o = json_object();
-    json_object_set_new(o, "id", jid(tks_entity_id(e)));
-    json_object_set_new(o, "class", json_string(tks_class_name(tks_entity_class(e))));
-    json_object_set_new(o, "level", json_string(tk_level_name(d->world, tks_entity_level(e))));
-    json_object_set_new(o, "time_dilation", json_real(tks_entity_dilation(e)));
+    write_ctx *w = ud;
+    tkd *d = w->d;
+    wr *f = w->f;
+    w_puts(f, w->n++ ? ",{\"id\":" : "{\"id\":");
+    w_u64(f, tks_entity_id(e));
+    w_puts(f, ",\"class\":");
+    w_str(f, tks_class_name(tks_entity_class(e)));
+    w_puts(f, ",\"level\":");
+    w_str(f, tk_level_name(d->world, tks_entity_level(e)));
+    w_puts(f, ",\"time_dilation\":");
+    w_real(f, tks_entity_dilation(e));
+    w_puts(f, ",\"life_span\":");
     double life = tks_entity_life_remaining(d->sim, e);
-    json_object_set_new(o, "life_span", life >= 0 ? json_real(life) : json_null());
-    json_object_set_new(o, "props", tkd_j_props(d->sim, e, -1));
-    json_object_set_new(o, "tick", fn_json(d, e, -1));
-    json_t *cs = json_array();
+    if (life >= 0)
+        w_real(f, life);
+    else
+        w_puts(f, "null");
+    w_puts(f, ",\"props\":");
+    w_entity_props(f, d, e, -1);
+    w_puts(f, ",\"tick\":");
+    w_fn(f, d, e, -1);
+    w_puts(f, ",\"components\":[");
     for (size_t i = 0; i < tks_entity_component_count(e); i++) {
-        json_t *c = json_object();
-        json_object_set_new(c, "class",
-                            json_string(tks_class_name(tks_entity_component_class(e, i))));
-        json_object_set_new(c, "props", tkd_j_props(d->sim, e, (int)i));
-        json_object_set_new(c, "tick", fn_json(d, e, (int)i));
-        json_array_append_new(cs, c);
+        w_puts(f, i ? ",{\"class\":" : "{\"class\":");
+        w_str(f, tks_class_name(tks_entity_component_class(e, i)));
+        w_puts(f, ",\"props\":");
+        w_entity_props(f, d, e, (int)i);
+        w_puts(f, ",\"tick\":");
+        w_fn(f, d, e, (int)i);
+        w_putc(f, '}');
     }
-    json_object_set_new(o, "components", cs);
-    json_array_append_new(b->arr, o);
-}
-
-static void put_prop(void *ud, const tks_prop_desc *d, const tks_value *v)
-{
-    json_object_set_new(ud, d->name, tkd_j_value(d, v));
+    w_puts(f, "]}");
 }
 
 static char *utc_now(char *buf, size_t n)
@@ -110,52 +337,66 @@ static char *utc_now(char *buf, size_t n)
     return buf;
 }
 
-json_t *tkd_snapshot_build(tkd *d)
+/* Stream the whole document (no trailing newline) to `f`; the caller
+ * flushes and checks f->err.  Counts what it wrote in *cnt. */
+static void write_doc(tkd *d, wr *f, snap_counts *cnt)
 {
-    json_t *doc = json_object();
     char now[32];
-    json_object_set_new(doc, "format", json_string("tickd-snapshot"));
-    json_object_set_new(doc, "version", json_integer(TKD_SNAPSHOT_VERSION));
-    json_object_set_new(doc, "saved_at", json_string(utc_now(now, sizeof now)));
+    memset(cnt, 0, sizeof *cnt);
+    w_puts(f, "{\"format\":\"tickd-snapshot\",\"version\":");
+    w_u64(f, TKD_SNAPSHOT_VERSION);
+    w_puts(f, ",\"saved_at\":\"");
+    w_puts(f, utc_now(now, sizeof now));
     tk_world_time t;
     tk_world_get_time(d->world, &t);
-    json_t *w = json_object();
-    json_object_set_new(w, "frame", jid(t.frame));
-    json_object_set_new(w, "world_time", json_real(t.world_time));
-    json_object_set_new(w, "unpaused_time", json_real(t.unpaused_time));
-    json_object_set_new(w, "real_time", json_real(t.real_time));
-    json_object_set_new(w, "time_dilation", json_real(t.time_dilation));
-    json_object_set_new(w, "paused", json_boolean(t.paused));
-    json_object_set_new(w, "next_id", jid(tks_next_id(d->sim)));
-    json_object_set_new(doc, "world", w);
-    json_t *levels = json_array();
-    for (size_t i = 0; i < tk_level_count(d->world); i++)
-        json_array_append_new(levels,
-                              json_string(tk_level_name(d->world, tk_level_at(d->world, i))));
-    json_object_set_new(doc, "levels", levels);
-    build_ctx b = {d, json_array()};
-    tks_entity_list(d->sim, TK_LEVEL_NONE, NULL, 0, UINT64_MAX, entity_json, &b);
-    json_object_set_new(doc, "entities", b.arr);
-    json_t *timers = json_array();
+    w_puts(f, "\",\"world\":{\"frame\":");
+    w_u64(f, t.frame);
+    w_puts(f, ",\"world_time\":");
+    w_real(f, t.world_time);
+    w_puts(f, ",\"unpaused_time\":");
+    w_real(f, t.unpaused_time);
+    w_puts(f, ",\"real_time\":");
+    w_real(f, t.real_time);
+    w_puts(f, ",\"time_dilation\":");
+    w_real(f, t.time_dilation);
+    w_puts(f, ",\"paused\":");
+    w_bool(f, t.paused);
+    w_puts(f, ",\"next_id\":");
+    w_u64(f, tks_next_id(d->sim));
+    w_puts(f, "},\"levels\":[");
+    for (size_t i = 0; i < tk_level_count(d->world); i++) {
+        if (i)
+            w_putc(f, ',');
+        w_str(f, tk_level_name(d->world, tk_level_at(d->world, i)));
+    }
+    w_puts(f, "],\"entities\":[");
+    write_ctx w = {d, f, 0};
+    tks_entity_list(d->sim, TK_LEVEL_NONE, NULL, 0, UINT64_MAX, w_entity, &w);
+    cnt->entities = w.n;
+    w_puts(f, "],\"timers\":[");
     uint64_t cur = 0;
     tk_timer_handle h;
     while (tk_timer_next(d->world, &cur, &h)) {
         tk_timer_info i;
         if (tk_timer_get(d->world, h, &i) != 0 || i.owner != 0)
             continue; /* life spans travel with their entities */
-        json_t *o = json_object();
-        json_object_set_new(o, "handle", jid(h));
-        json_object_set_new(o, "rate", json_real(i.rate));
-        json_object_set_new(o, "loop", json_boolean(i.loop));
-        json_object_set_new(o, "status", json_string(tk_timer_status_name(i.status)));
-        json_object_set_new(o, "remaining", json_real(i.remaining));
-        json_object_set_new(o, "fired", jid(i.fired));
-        json_t *a = tkd_timer_action(d, h);
-        json_object_set_new(o, "action", a ? a : json_null());
-        json_array_append_new(timers, o);
+        w_puts(f, cnt->timers++ ? ",{\"handle\":" : "{\"handle\":");
+        w_u64(f, h);
+        w_puts(f, ",\"rate\":");
+        w_real(f, i.rate);
+        w_puts(f, ",\"loop\":");
+        w_bool(f, i.loop);
+        w_puts(f, ",\"status\":\"");
+        w_puts(f, tk_timer_status_name(i.status));
+        w_puts(f, "\",\"remaining\":");
+        w_real(f, i.remaining);
+        w_puts(f, ",\"fired\":");
+        w_u64(f, i.fired);
+        w_puts(f, ",\"action\":");
+        w_json(f, tkd_timer_action(d, h));
+        w_putc(f, '}');
     }
-    json_object_set_new(doc, "timers", timers);
-    json_t *tks = json_array();
+    w_puts(f, "],\"tickables\":[");
     cur = 0;
     tk_tickable_id tid;
     while (tk_tickable_next(d->world, &cur, &tid)) {
@@ -163,21 +404,39 @@ json_t *tkd_snapshot_build(tkd *d)
         const tks_class *c = tks_tickable_class(d->sim, tid);
         if (!c || tk_tickable_get(d->world, tid, &i) != 0)
             continue;
-        json_t *o = json_object();
-        json_object_set_new(o, "id", jid(tid));
-        json_object_set_new(o, "class", json_string(tks_class_name(c)));
-        json_object_set_new(o, "tick_type", json_string(tk_tickable_type_name(i.type)));
-        json_object_set_new(o, "enabled", json_boolean(i.enabled));
-        json_object_set_new(o, "when_paused", json_boolean(i.when_paused));
-        json_object_set_new(o, "ticks", jid(i.ticks));
-        json_object_set_new(o, "last_frame", jid(i.last_frame));
-        json_object_set_new(o, "accum_dt", json_real(i.accum_dt));
-        json_t *props = json_object();
-        tks_tickable_props(d->sim, tid, put_prop, props);
-        json_object_set_new(o, "props", props);
-        json_array_append_new(tks, o);
+        w_puts(f, cnt->tickables++ ? ",{\"id\":" : "{\"id\":");
+        w_u64(f, tid);
+        w_puts(f, ",\"class\":");
+        w_str(f, tks_class_name(c));
+        w_puts(f, ",\"tick_type\":\"");
+        w_puts(f, tk_tickable_type_name(i.type));
+        w_puts(f, "\",\"enabled\":");
+        w_bool(f, i.enabled);
+        w_puts(f, ",\"when_paused\":");
+        w_bool(f, i.when_paused);
+        w_puts(f, ",\"ticks\":");
+        w_u64(f, i.ticks);
+        w_puts(f, ",\"last_frame\":");
+        w_u64(f, i.last_frame);
+        w_puts(f, ",\"accum_dt\":");
+        w_real(f, i.accum_dt);
+        w_puts(f, ",\"props\":");
+        props_ctx pc = {f, true};
+        w_putc(f, '{');
+        tks_tickable_props(d->sim, tid, w_prop, &pc);
+        w_puts(f, "}}");
     }
-    json_object_set_new(doc, "tickables", tks);
+    w_puts(f, "]}");
+}
+
+json_t *tkd_snapshot_build(tkd *d)
+{
+    wr w;
+    wr_init(&w, -1);
+    snap_counts cnt;
+    write_doc(d, &w, &cnt);
+    json_t *doc = w.err ? NULL : json_loadb(w.buf, w.n, 0, NULL);
+    tk_free(w.buf);
     return doc;
 }
 
@@ -228,13 +487,15 @@ typedef struct doc_in {
     ent_in *ents;
     size_t n_ents;
     tks_id *sorted_ids; /* for lookups */
-    uint32_t *by_id;    /* index in ents of sorted_ids[k] */
+    uint32_t *by_id;    /* indexes of ents, in id order (parallel to sorted_ids) */
     timer_in *timers;
     size_t n_timers;
     uint32_t *timer_order;  /* indexes of timers, in slot order */
     tickable_in *tickables;
     size_t n_tickables;
 } doc_in;
+
+static void nonfinite_props(const tks_sim *sim, const char *cls, tks_prop_kv *kv, size_t n);
 
 /* Required readers: 0 absent is an error naming path.key. */
 #define NEED(call, path, key)                                                                      \
@@ -250,6 +511,14 @@ typedef struct doc_in {
         if ((call) < 0)                                                                            \
             return -1;                                                                             \
     } while (0)
+
+/* tkd_p_keys without quoting the key (a file's content): "$.x: unknown key". */
+static int snap_keys(const json_t *obj, const char *path, const char *const *allowed, tkd_perr *e)
+{
+    if (tkd_p_keys(obj, path, allowed, e) == 0)
+        return 0;
+    return tkd_perr_set(e, -32602, "%s: an unknown key", path);
+}
 
 static const char *const fn_keys[] = {"group",
                                       "end_group",
@@ -274,7 +543,7 @@ static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_rest
 {
     if (!json_is_object(o))
         return tkd_perr_set(e, -32602, "%s: must be an object", path);
-    if (tkd_p_keys(o, path, fn_keys, e))
+    if (snap_keys(o, path, fn_keys, e))
         return -1;
     tk_tick_spec_default(&fr->spec);
     if (tkd_p_tick_spec(o, path, false, &fr->spec, e) < 0)
@@ -301,7 +570,7 @@ static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_rest
         static const char *const tk[] = {"id", "component", NULL};
         if (!json_is_object(t))
             return tkd_perr_set(e, -32602, "%s: must be {\"id\", \"component\"?}", p);
-        if (tkd_p_keys(t, p, tk, e))
+        if (snap_keys(t, p, tk, e))
             return -1;
         uint64_t id, comp = 0;
         NEED(tkd_p_u64(t, "id", p, 1, UINT64_MAX, &id, e), p, "id");
@@ -317,11 +586,12 @@ static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_rest
 static const char *const ent_keys[] = {
     "id", "class", "level", "time_dilation", "life_span", "props", "tick", "components", NULL};
 
-static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in *en, tkd_perr *e)
+static int parse_entity(const tks_sim *sim, const json_t *o, const char *path, tkd_arena *a,
+                        ent_in *en, tkd_perr *e)
 {
     if (!json_is_object(o))
         return tkd_perr_set(e, -32602, "%s: must be an object", path);
-    if (tkd_p_keys(o, path, ent_keys, e))
+    if (snap_keys(o, path, ent_keys, e))
         return -1;
     tks_entity_restore *r = &en->r;
     memset(r, 0, sizeof *r);
@@ -340,6 +610,7 @@ static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in 
     snprintf(p, sizeof p, "%s.props", path);
     if (tkd_p_props(props, p, a, 0, &r->props, &r->n_props, e) < 0)
         return -1;
+    nonfinite_props(sim, r->cls, r->props, r->n_props);
     json_t *tick = json_object_get(o, "tick");
     snprintf(p, sizeof p, "%s.tick", path);
     if (!tick)
@@ -362,7 +633,7 @@ static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in 
         static const char *const ck[] = {"class", "props", "tick", NULL};
         if (!json_is_object(c))
             return tkd_perr_set(e, -32602, "%s: must be an object", cp);
-        if (tkd_p_keys(c, cp, ck, e))
+        if (snap_keys(c, cp, ck, e))
             return -1;
         tks_comp_restore *cr = &r->components[i];
         NEED(tkd_p_str(c, "class", cp, &cr->cls, e), cp, "class");
@@ -371,6 +642,7 @@ static int parse_entity(const json_t *o, const char *path, tkd_arena *a, ent_in 
         snprintf(p, sizeof p, "%s.props", cp);
         if (tkd_p_props(cprops, p, a, 0, &cr->props, &cr->n_props, e) < 0)
             return -1;
+        nonfinite_props(sim, cr->cls, cr->props, cr->n_props);
         json_t *ct = json_object_get(c, "tick");
         snprintf(p, sizeof p, "%s.tick", cp);
         if (!ct)
@@ -387,14 +659,6 @@ static int id_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Entity indexes by id. */
-static int ent_id_cmp(const void *a, const void *b, void *ctx)
-{
-    const ent_in *ents = ctx;
-    tks_id x = ents[*(const uint32_t *)a].r.id, y = ents[*(const uint32_t *)b].r.id;
-    return x < y ? -1 : x > y;
-}
-
 /* Timers by slot, then by position in the document. */
 static int slot_cmp(const void *a, const void *b, void *ctx)
 {
@@ -404,12 +668,64 @@ static int slot_cmp(const void *a, const void *b, void *ctx)
     return x != y ? (x < y ? -1 : 1) : (i < j ? -1 : i > j);
 }
 
+/* The entity `id` of the snapshot: O(log n) (sorted_ids and by_id are
+ * parallel arrays in id order). */
 static const ent_in *find_ent(const doc_in *in, tks_id id)
 {
-    /* by_id is parallel to sorted_ids: O(log n), never a scan (80,000
-     * entities naming one prerequisite made a scan quadratic). */
     const tks_id *p = bsearch(&id, in->sorted_ids, in->n_ents, sizeof *in->sorted_ids, id_cmp);
     return p ? &in->ents[in->by_id[p - in->sorted_ids]] : NULL;
+}
+
+/* Entities by id, then by position in the document. */
+static int ent_order_cmp(const void *a, const void *b, void *ctx)
+{
+    const ent_in *en = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    tks_id x = en[i].r.id, y = en[j].r.id;
+    return x != y ? (x < y ? -1 : 1) : (i < j ? -1 : i > j);
+}
+
+/* Tickables by slot, then by position in the document. */
+static int tickable_slot_cmp(const void *a, const void *b, void *ctx)
+{
+    const tickable_in *t = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    uint32_t x = (uint32_t)t[i].id, y = (uint32_t)t[j].id;
+    return x != y ? (x < y ? -1 : 1) : (i < j ? -1 : i > j);
+}
+
+/*
+ * Props that the simulation drove to a non-finite value are written as the
+ * strings "inf", "-inf" and "nan": turn them back into numbers where the
+ * class declares the prop a number (elsewhere such a string stays a string).
+ */
+static void nonfinite_props(const tks_sim *sim, const char *cls, tks_prop_kv *kv, size_t n)
+{
+    const tks_class *c = cls ? tks_class_find(sim, cls) : NULL;
+    const tkp_class *abi = c ? tks_class_abi(c) : NULL;
+    if (!abi)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (kv[i].v.type != TKS_V_STRING)
+            continue;
+        const char *str = kv[i].v.str;
+        double num;
+        if (!strcmp(str, "inf"))
+            num = INFINITY;
+        else if (!strcmp(str, "-inf"))
+            num = -INFINITY;
+        else if (!strcmp(str, "nan"))
+            num = NAN;
+        else
+            continue;
+        for (size_t k = 0; k < abi->n_props; k++) {
+            if (abi->props[k].type == TKS_PROP_NUMBER && !strcmp(abi->props[k].name, kv[i].key)) {
+                kv[i].v.type = TKS_V_NUMBER;
+                kv[i].v.num = num;
+                break;
+            }
+        }
+    }
 }
 
 static bool id_known(void *ud, tks_id id)
@@ -466,19 +782,64 @@ static int check_prereqs(const doc_in *in, const fn_in *fi, const char *path, tk
     return 0;
 }
 
-static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_perr *e)
+/*
+ * The entities of a file being loaded, as byte ranges of its text: each is
+ * parsed, checked and freed in turn, so a load never holds a jansson tree
+ * of the whole world (for a million entities, building that tree was most
+ * of the time of a load and several times the memory).
+ */
+typedef struct ent_text {
+    const char *text;   /* the file (borrowed)                             */
+    size_t n;           /* elements of $.entities                          */
+    size_t *off, *len;  /* each element's bytes                            */
+} ent_text;
+
+/* Does the entity hold spawn templates (props whose strings stay borrowed
+ * from its JSON)? */
+static bool has_templates(const ent_in *en)
+{
+    const tks_entity_restore *r = &en->r;
+    for (size_t i = 0; i < r->n_props; i++)
+        if (r->props[i].v.type == TKS_V_SPAWN && r->props[i].v.spawn)
+            return true;
+    for (size_t c = 0; c < r->n_components; c++)
+        for (size_t i = 0; i < r->components[c].n_props; i++)
+            if (r->components[c].props[i].v.type == TKS_V_SPAWN &&
+                r->components[c].props[i].v.spawn)
+                return true;
+    return false;
+}
+
+/* Copy the strings an entity borrows from its JSON into the arena. */
+static void own_strings(tkd_arena *a, ent_in *en)
+{
+    tks_entity_restore *r = &en->r;
+    r->cls = tkd_arena_strdup(a, r->cls);
+    if (r->level)
+        r->level = tkd_arena_strdup(a, r->level);
+    for (size_t c = 0; c < r->n_components; c++)
+        r->components[c].cls = tkd_arena_strdup(a, r->components[c].cls);
+}
+
+/*
+ * Check the document `doc` (its entities in `et` when not NULL, else in
+ * doc's "entities") into `in`.  JSON of entities from `et` that must live
+ * until the apply (spawn templates) is appended to `keep`.
+ */
+static int parse_doc(tkd *d, const json_t *doc, const ent_text *et, json_t *keep, tkd_arena *a,
+                     doc_in *in, tkd_perr *e)
 {
     memset(in, 0, sizeof *in);
     if (!json_is_object(doc))
         return tkd_perr_set(e, -32602, "$: must be an object");
     static const char *const top[] = {"format",   "version", "saved_at",  "world", "levels",
                                       "entities", "timers",  "tickables", NULL};
-    if (tkd_p_keys(doc, "$", top, e))
+    if (snap_keys(doc, "$", top, e))
         return -1;
     const char *fmt = NULL;
     OPT(tkd_p_str(doc, "format", "$", &fmt, e));
     if (fmt && strcmp(fmt, "tickd-snapshot") != 0)
-        return tkd_perr_set(e, -32602, "$.format: '%s' is not a tickd snapshot", fmt);
+        return tkd_perr_set(e, -32602, "$.format: not a tickd snapshot");
     json_t *ver = json_object_get(doc, "version");
     if (!json_is_integer(ver))
         return tkd_perr_set(e, -32602, "$.version: required (an integer)");
@@ -493,7 +854,7 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         return tkd_perr_set(e, -32602, "$.world: required");
     static const char *const wk[] = {"frame",         "world_time", "unpaused_time", "real_time",
                                      "time_dilation", "paused",     "next_id",       NULL};
-    if (tkd_p_keys(w, "$.world", wk, e))
+    if (snap_keys(w, "$.world", wk, e))
         return -1;
     in->dilation = 1.0;
     OPT(tkd_p_u64(w, "frame", "$.world", 0, UINT64_MAX / 2, &in->frame, e));
@@ -525,38 +886,61 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
     }
     /* entities */
     json_t *ents = NULL;
-    OPT(tkd_p_arr(doc, "entities", "$", &ents, e));
-    in->n_ents = ents ? json_array_size(ents) : 0;
+    if (et) {
+        in->n_ents = et->n;
+    } else {
+        OPT(tkd_p_arr(doc, "entities", "$", &ents, e));
+        in->n_ents = ents ? json_array_size(ents) : 0;
+    }
+    if (in->n_ents > d->cfg.max_entities)
+        return tkd_perr_set(e, -32003, "$.entities: %zu entities exceed world.max_entities (%u)",
+                            in->n_ents, d->cfg.max_entities);
     in->ents = in->n_ents ? tkd_arena_alloc(a, in->n_ents * sizeof *in->ents) : NULL;
     in->sorted_ids = tkd_arena_alloc(a, (in->n_ents + 1) * sizeof *in->sorted_ids);
     for (size_t i = 0; i < in->n_ents; i++) {
         char p[64];
         snprintf(p, sizeof p, "$.entities[%zu]", i);
-        if (parse_entity(json_array_get(ents, i), p, a, &in->ents[i], e) < 0)
-            return -1;
+        if (!et) {
+            if (parse_entity(d->sim, json_array_get(ents, i), p, a, &in->ents[i], e) < 0)
+                return -1;
+        } else {
+            json_error_t je;
+            json_t *ej = json_loadb(et->text + et->off[i], et->len[i],
+                                   JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+            if (!ej)
+                return tkd_perr_set(e, -32602,
+                                    "%s: not valid JSON (line %d, column %d of the entity)", p,
+                                    je.line, je.column);
+            int prc = parse_entity(d->sim, ej, p, a, &in->ents[i], e);
+            if (prc == 0 && has_templates(&in->ents[i])) {
+                json_array_append_new(keep, ej);
+            } else {
+                if (prc == 0)
+                    own_strings(a, &in->ents[i]);
+                json_decref(ej);
+            }
+            if (prc < 0)
+                return -1;
+        }
         in->sorted_ids[i] = in->ents[i].r.id;
         const char *lv = in->ents[i].r.level ? in->ents[i].r.level : "persistent";
         if (strcmp(lv, "persistent") != 0 && !has_level(in, lv))
             return tkd_perr_set(e, -32602, "%s.level: '%s' is not in $.levels", p, lv);
     }
+    /* Ids in order (O(n log n)); lookups by id are then O(log n). */
     in->by_id = tkd_arena_alloc(a, (in->n_ents + 1) * sizeof *in->by_id);
     for (size_t i = 0; i < in->n_ents; i++)
         in->by_id[i] = (uint32_t)i;
     if (in->n_ents > 1)
-        qsort_r(in->by_id, in->n_ents, sizeof *in->by_id, ent_id_cmp, in->ents);
+        qsort_r(in->by_id, in->n_ents, sizeof *in->by_id, ent_order_cmp, in->ents);
     for (size_t i = 0; i < in->n_ents; i++)
         in->sorted_ids[i] = in->ents[in->by_id[i]].r.id;
     for (size_t i = 1; i < in->n_ents; i++)
         if (in->sorted_ids[i] == in->sorted_ids[i - 1])
-            for (size_t k = 0; k < in->n_ents; k++)
-                if (in->ents[k].r.id == in->sorted_ids[i])
-                    return tkd_perr_set(e, -32602, "$.entities[%zu].id: entity %llu appears twice",
-                                        k, (unsigned long long)in->sorted_ids[i]);
+            return tkd_perr_set(e, -32602, "$.entities[%u].id: entity %llu appears twice",
+                                in->by_id[i], (unsigned long long)in->sorted_ids[i]);
     if (in->n_ents && in->next_id <= in->sorted_ids[in->n_ents - 1])
         in->next_id = in->sorted_ids[in->n_ents - 1] + 1;
-    if (in->n_ents > d->cfg.max_entities)
-        return tkd_perr_set(e, -32003, "$.entities: %zu entities exceed world.max_entities (%u)",
-                            in->n_ents, d->cfg.max_entities);
     for (size_t i = 0; i < in->n_ents; i++) {
         char p[64], err[TKS_ERR_MAX];
         snprintf(p, sizeof p, "$.entities[%zu]", i);
@@ -586,7 +970,7 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
                                          "remaining", "fired", "action", NULL};
         if (!json_is_object(t))
             return tkd_perr_set(e, -32602, "%s: must be an object", p);
-        if (tkd_p_keys(t, p, tk, e))
+        if (snap_keys(t, p, tk, e))
             return -1;
         timer_in *ti = &in->timers[i];
         NEED(tkd_p_u64(t, "handle", p, 1, UINT64_MAX, &ti->handle, e), p, "handle");
@@ -650,16 +1034,12 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
                                          "props",       NULL};
         if (!json_is_object(t))
             return tkd_perr_set(e, -32602, "%s: must be an object", p);
-        if (tkd_p_keys(t, p, kk, e))
+        if (snap_keys(t, p, kk, e))
             return -1;
         tickable_in *ti = &in->tickables[i];
         NEED(tkd_p_u64(t, "id", p, 1, UINT64_MAX, &ti->id, e), p, "id");
         if ((uint32_t)ti->id == 0xffffffffu || (ti->id >> 32) == 0)
             return tkd_perr_set(e, -32602, "%s.id: not a tickable id", p);
-        for (size_t k = 0; k < i; k++)
-            if ((uint32_t)in->tickables[k].id == (uint32_t)ti->id)
-                return tkd_perr_set(e, -32602, "%s.id: the slot of id %llu is used twice", p,
-                                    (unsigned long long)ti->id);
         NEED(tkd_p_str(t, "class", p, &ti->cls, e), p, "class");
         const char *tt = "conditional";
         OPT(tkd_p_str(t, "tick_type", p, &tt, e));
@@ -677,6 +1057,7 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         snprintf(pp, sizeof pp, "%s.props", p);
         if (tkd_p_props(props, pp, a, 0, &ti->props, &ti->n_props, e) < 0)
             return -1;
+        nonfinite_props(d->sim, ti->cls, ti->props, ti->n_props);
         /* Props checked as an entity's would be (ids: the snapshot's). */
         tks_entity_restore probe;
         memset(&probe, 0, sizeof probe);
@@ -691,6 +1072,18 @@ static int parse_doc(tkd *d, const json_t *doc, tkd_arena *a, doc_in *in, tkd_pe
         int rc = tks_restore_check(d->sim, &probe, p, id_known, in, err);
         if (rc)
             return tkd_perr_set(e, -32602, "%s", err);
+    }
+    /* A slot may appear once (sorted: O(n log n)). */
+    if (in->n_tickables > 1) {
+        uint32_t *ord = tkd_arena_alloc(a, in->n_tickables * sizeof *ord);
+        for (size_t i = 0; i < in->n_tickables; i++)
+            ord[i] = (uint32_t)i;
+        qsort_r(ord, in->n_tickables, sizeof *ord, tickable_slot_cmp, in->tickables);
+        for (size_t k = 1; k < in->n_tickables; k++)
+            if ((uint32_t)in->tickables[ord[k]].id == (uint32_t)in->tickables[ord[k - 1]].id)
+                return tkd_perr_set(e, -32602,
+                                    "$.tickables[%u].id: the slot of id %llu is used twice", ord[k],
+                                    (unsigned long long)in->tickables[ord[k]].id);
     }
     return 0;
 }
@@ -796,125 +1189,813 @@ static int apply(tkd *d, const doc_in *in, char *err, size_t errlen)
     return 0;
 }
 
-int tkd_snapshot_apply(tkd *d, const json_t *doc, char *err, size_t errlen)
+/* Check, then apply (see tkd_snapshot_apply); et as for parse_doc. */
+static int check_and_apply(tkd *d, const json_t *doc, const ent_text *et, char *err,
+                           size_t errlen)
 {
     tkd_arena a = {0};
     doc_in in;
     tkd_perr pe;
-    if (parse_doc(d, doc, &a, &in, &pe) < 0) {
+    json_t *keep = json_array();
+    int rc;
+    if (parse_doc(d, doc, et, keep, &a, &in, &pe) < 0) {
         snprintf(err, errlen, "%s", pe.msg);
-        tkd_arena_free(&a);
-        return pe.code;
+        rc = pe.code;
+    } else {
+        /* Everything apply() can fail on was checked above: it does not
+         * fail on a checked document. */
+        rc = apply(d, &in, err, errlen);
+        if (rc)
+            tk_log_error("snapshot load failed half-way (a bug): %s", err);
     }
-    int rc = apply(d, &in, err, errlen);
     tkd_arena_free(&a);
-    if (rc)
-        tk_log_error("snapshot load failed half-way (a bug): %s", err);
+    json_decref(keep);
     return rc;
 }
 
-/* ---- files ------------------------------------------------------------------------------- */
-
-static json_t *info_json(const char *path, size_t bytes, const json_t *doc)
+int tkd_snapshot_apply(tkd *d, const json_t *doc, char *err, size_t errlen)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "path", json_string(path));
-    json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
-    json_object_set_new(
-        o, "entities", json_integer((json_int_t)json_array_size(json_object_get(doc, "entities"))));
-    json_object_set_new(o, "timers",
-                        json_integer((json_int_t)json_array_size(json_object_get(doc, "timers"))));
-    json_object_set_new(
-        o, "tickables",
-        json_integer((json_int_t)json_array_size(json_object_get(doc, "tickables"))));
-    return o;
+    return check_and_apply(d, doc, NULL, err, errlen);
 }
 
-static int write_all(int fd, const char *p, size_t n)
+/* ---- splitting a file's text ---------------------------------------------------------------
+ *
+ * Just enough of a JSON scanner to find the top-level members and the
+ * elements of $.entities; every piece is then parsed by jansson, which
+ * checks it.  Anything unexpected (a syntax error, a duplicate member)
+ * makes split_doc give up, and the file is parsed whole, so that jansson's
+ * error (line and column) is reported as before.
+ */
+
+static size_t sc_ws(const char *t, size_t i, size_t n)
 {
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
+    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* t[i] is '"': the index after the closing quote, or 0. */
+static size_t sc_str(const char *t, size_t i, size_t n)
+{
+    for (i++; i < n; i++) {
+        if (t[i] == '\\')
+            i++;
+        else if (t[i] == '"')
+            return i + 1;
     }
     return 0;
 }
 
-int tkd_snapshot_save(tkd *d, const char *path, json_t **info, char *err, size_t errlen)
+/* The index after the value at t[i], or 0 (iterative: no recursion on
+ * nesting). */
+static size_t sc_val(const char *t, size_t i, size_t n)
 {
-    json_t *doc = tkd_snapshot_build(d);
-    char *text = tkd_jsonw_dump(doc, JSON_COMPACT, NULL); /* shortest reals */
-    if (!text) {
-        json_decref(doc);
-        snprintf(err, errlen, "cannot encode the snapshot");
-        return -32603;
+    if (i >= n)
+        return 0;
+    if (t[i] == '"')
+        return sc_str(t, i, n);
+    if (t[i] == '{' || t[i] == '[') {
+        size_t depth = 0;
+        while (i < n) {
+            char c = t[i];
+            if (c == '"') {
+                i = sc_str(t, i, n);
+                if (!i)
+                    return 0;
+                continue;
+            }
+            if (c == '{' || c == '[')
+                depth++;
+            else if ((c == '}' || c == ']') && --depth == 0)
+                return i + 1;
+            i++;
+        }
+        return 0;
     }
-    size_t len = strlen(text);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    char dirbuf[4096];
-    snprintf(dirbuf, sizeof dirbuf, "%s", path);
-    const char *dir = dirname(dirbuf);
-    int rc = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    size_t s0 = i;
+    while (i < n && t[i] != ',' && t[i] != '}' && t[i] != ']' && t[i] != ' ' && t[i] != '\t' &&
+           t[i] != '\n' && t[i] != '\r')
+        i++;
+    return i > s0 ? i : 0;
+}
+
+static void et_push(ent_text *et, size_t *cap, size_t off, size_t len)
+{
+    if (et->n == *cap) {
+        *cap = *cap ? *cap * 2 : 1024;
+        et->off = tk_realloc(et->off, *cap * sizeof *et->off);
+        et->len = tk_realloc(et->len, *cap * sizeof *et->len);
+    }
+    et->off[et->n] = off;
+    et->len[et->n++] = len;
+}
+
+/*
+ * Split the text of a snapshot: *rest gets the top-level object without
+ * "entities" (new reference), et the entities' byte ranges (free with
+ * tk_free of off and len).  False (nothing to free) if the text is not
+ * shaped so; the caller then parses it whole.
+ */
+static bool split_doc(const char *t, size_t n, json_t **rest_out, ent_text *et)
+{
+    memset(et, 0, sizeof *et);
+    et->text = t;
+    size_t cap = 0, i = sc_ws(t, 0, n);
+    bool have_ents = false;
+    if (i >= n || t[i] != '{')
+        return false;
+    json_t *rest = json_object(), *k = NULL;
+    i = sc_ws(t, i + 1, n);
+    while (i < n && t[i] == '"') {
+        size_t ke = sc_str(t, i, n);
+        k = ke ? json_loadb(t + i, ke - i, JSON_DECODE_ANY, NULL) : NULL;
+        const char *key = json_string_value(k);
+        if (!key || strlen(key) != json_string_length(k))
+            goto fail_k;
+        i = sc_ws(t, ke, n);
+        if (i >= n || t[i] != ':')
+            goto fail_k;
+        size_t vs = sc_ws(t, i + 1, n), ve = sc_val(t, vs, n);
+        if (!ve || json_object_get(rest, key) || (have_ents && !strcmp(key, "entities")))
+            goto fail_k;
+        if (!strcmp(key, "entities") && t[vs] == '[') {
+            have_ents = true;
+            size_t j = sc_ws(t, vs + 1, ve);
+            if (j < ve && t[j] == ']')
+                j++;
+            else
+                for (;;) {
+                    size_t ee = sc_val(t, j, ve);
+                    if (!ee)
+                        goto fail_k;
+                    et_push(et, &cap, j, ee - j);
+                    j = sc_ws(t, ee, ve);
+                    if (j < ve && t[j] == ',') {
+                        j = sc_ws(t, j + 1, ve);
+                        continue;
+                    }
+                    if (j < ve && t[j] == ']') {
+                        j++;
+                        break;
+                    }
+                    goto fail_k;
+                }
+            if (j != ve)
+                goto fail_k;
+        } else {
+            json_t *v = json_loadb(t + vs, ve - vs, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+            if (!v)
+                goto fail_k;
+            json_object_set_new(rest, key, v);
+        }
+        json_decref(k);
+        k = NULL;
+        i = sc_ws(t, ve, n);
+        if (i < n && t[i] == ',') {
+            i = sc_ws(t, i + 1, n);
+            if (i >= n || t[i] != '"')
+                goto fail;
+            continue;
+        }
+        break;
+    }
+    if (i >= n || t[i] != '}' || sc_ws(t, i + 1, n) != n || !have_ents)
+        goto fail;
+    *rest_out = rest;
+    return true;
+fail_k:
+    json_decref(k);
+fail:
+    json_decref(rest);
+    tk_free(et->off);
+    tk_free(et->len);
+    memset(et, 0, sizeof *et);
+    return false;
+}
+
+/* ---- files ------------------------------------------------------------------------------- */
+
+static json_t *info_json(const char *path, uint64_t bytes, const snap_counts *c)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
+    json_object_set_new(o, "entities", json_integer((json_int_t)c->entities));
+    json_object_set_new(o, "timers", json_integer((json_int_t)c->timers));
+    json_object_set_new(o, "tickables", json_integer((json_int_t)c->tickables));
+    return o;
+}
+
+/* The snapshot directory as configured: [snapshot] dir, else the directory
+ * of [snapshot] path. */
+static const char *snap_dir(const tkd *d, char *buf, size_t n)
+{
+    if (d->cfg.snapshot_dir && d->cfg.snapshot_dir[0])
+        return d->cfg.snapshot_dir;
+    snprintf(buf, n, "%s", d->cfg.snapshot_path ? d->cfg.snapshot_path : ".");
+    return dirname(buf);
+}
+
+static bool under(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return p[0] == '/';
+    return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+int tkd_snapshot_resolve(const tkd *d, const char *param, char *out, size_t outlen, char *err,
+                         size_t errlen)
+{
+    const char *name = param ? param : d->cfg.snapshot_path;
+    if (!name || !name[0]) {
+        snprintf(err, errlen, "path: required (no [snapshot] path is configured)");
+        return -32602;
+    }
+    char dbuf[PATH_MAX], dreal[PATH_MAX];
+    const char *dir = snap_dir(d, dbuf, sizeof dbuf);
+    if (!realpath(dir, dreal)) {
+        snprintf(err, errlen, "path: cannot open the snapshot directory %s: %s", dir,
+                 strerror(errno));
+        return errno == ENOENT ? -32001 : -32603;
+    }
+    char full[PATH_MAX];
+    int n = (param && name[0] != '/') ? snprintf(full, sizeof full, "%s/%s", dreal, name)
+                                      : snprintf(full, sizeof full, "%s", name);
+    if (n < 0 || (size_t)n >= sizeof full) {
+        snprintf(err, errlen, "path: too long");
+        return -32602;
+    }
+    /* Split off the last component; its directory must resolve inside. */
+    char *slash = strrchr(full, '/');
+    const char *base = slash ? slash + 1 : full;
+    char parent[PATH_MAX];
+    if (slash)
+        snprintf(parent, sizeof parent, "%.*s", (int)(slash - full), full);
+    else
+        snprintf(parent, sizeof parent, ".");
+    if (!parent[0])
+        snprintf(parent, sizeof parent, "/");
+    if (!base[0] || !strcmp(base, ".") || !strcmp(base, "..")) {
+        snprintf(err, errlen, "path: %s names a directory, not a file", name);
+        return -32602;
+    }
+    char preal[PATH_MAX];
+    if (!realpath(parent, preal)) {
+        snprintf(err, errlen, "path: cannot open %s: %s", name, strerror(errno));
+        return errno == ENOENT ? -32001 : -32602;
+    }
+    if (!under(preal, dreal)) {
+        snprintf(err, errlen, "path: %s is outside the snapshot directory %s ([snapshot] dir)",
+                 name, dreal);
+        return -32602;
+    }
+    n = snprintf(out, outlen, "%s%s%s", preal, strcmp(preal, "/") ? "/" : "", base);
+    if (n < 0 || (size_t)n >= outlen) {
+        snprintf(err, errlen, "path: too long");
+        return -32602;
+    }
+    /* A symbolic link is followed only to a file inside the directory. */
+    struct stat st;
+    if (lstat(out, &st) == 0 && S_ISLNK(st.st_mode)) {
+        char treal[PATH_MAX];
+        if (!realpath(out, treal)) {
+            snprintf(err, errlen, "path: cannot open %s: a symbolic link to nowhere", name);
+            return -32602;
+        }
+        if (!under(treal, dreal)) {
+            snprintf(err, errlen,
+                     "path: %s is a symbolic link leading outside the snapshot directory %s", name,
+                     dreal);
+            return -32602;
+        }
+        snprintf(out, outlen, "%s", treal);
+    }
+    return 0;
+}
+
+/*
+ * Create a fresh temporary file next to `path`: "<path>.tmp.<pid>", or with
+ * a ".<n>" suffix if that name exists.  O_EXCL|O_NOFOLLOW: nothing already
+ * at the name (a symbolic link, a FIFO, a file) is ever opened, followed or
+ * overwritten.  Returns the fd (tmp filled) or -1 with errno.
+ */
+static int create_temp(const char *path, char *tmp, size_t tmplen)
+{
+    for (int k = 0; k < 100; k++) {
+        int n = k ? snprintf(tmp, tmplen, "%s.tmp.%ld.%d", path, (long)getpid(), k)
+                  : snprintf(tmp, tmplen, "%s.tmp.%ld", path, (long)getpid());
+        if (n < 0 || (size_t)n >= tmplen) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/*
+ * Write the world to `path` (resolved) atomically: temp file, fsync,
+ * rename, fsync of the directory.  In the frame thread or in a save child.
+ * Returns 0 (bytes and counts filled) or a JSON-RPC code with err.
+ */
+static int write_file(tkd *d, const char *path, uint64_t *bytes, snap_counts *cnt, char *err,
+                      size_t errlen)
+{
+    char tmp[PATH_MAX + 32];
+    int fd = create_temp(path, tmp, sizeof tmp);
     if (fd < 0) {
-        snprintf(err, errlen, "path: cannot create %s: %s", tmp, strerror(errno));
-        rc = errno == ENOENT ? -32001 : -32603;
-        goto out;
+        snprintf(err, errlen, "path: cannot create a temporary file for %s: %s", path,
+                 strerror(errno));
+        return errno == ENOENT ? -32001 : -32603;
     }
-    if (write_all(fd, text, len) < 0 || write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
-        snprintf(err, errlen, "path: cannot write %s: %s", tmp, strerror(errno));
+    wr w;
+    wr_init(&w, fd);
+    write_doc(d, &w, cnt);
+    w_putc(&w, '\n');
+    wr_flush(&w);
+    tk_free(w.buf);
+    if (w.err || fsync(fd) < 0) {
+        snprintf(err, errlen, "path: cannot write %s: %s", tmp, strerror(w.err ? w.err : errno));
         close(fd);
         unlink(tmp);
-        rc = -32603;
-        goto out;
+        return -32603;
     }
-    close(fd);
+    if (close(fd) != 0) {
+        snprintf(err, errlen, "path: cannot write %s: %s", tmp, strerror(errno));
+        unlink(tmp);
+        return -32603;
+    }
+    uint64_t len = w.total;
     if (rename(tmp, path) < 0) {
         snprintf(err, errlen, "path: cannot rename %s to %s: %s", tmp, path, strerror(errno));
         unlink(tmp);
-        rc = -32603;
-        goto out;
+        return -32603;
     }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char dirbuf[PATH_MAX];
+    snprintf(dirbuf, sizeof dirbuf, "%s", path);
+    int dfd = open(dirname(dirbuf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
-    if (info)
-        *info = info_json(path, len + 1, doc);
-out:
+    *bytes = len;
+    return 0;
+}
+
+int tkd_snapshot_save(tkd *d, const char *param, json_t **info, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    int rc = tkd_snapshot_resolve(d, param, path, sizeof path, err, errlen);
+    if (rc)
+        return rc;
+    uint64_t bytes = 0;
+    snap_counts cnt;
+    rc = write_file(d, path, &bytes, &cnt, err, errlen);
+    if (rc == 0 && info)
+        *info = info_json(path, bytes, &cnt);
+    return rc;
+}
+
+/*
+ * Read a whole regular file.  The open never blocks (O_NONBLOCK) and never
+ * follows a link (O_NOFOLLOW; links were resolved by tkd_snapshot_resolve);
+ * FIFOs, devices, sockets and directories are refused after fstat, before
+ * any read.  Returns 0 (*buf malloc'd, NUL-terminated) or a JSON-RPC code.
+ */
+static int read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        int en = errno;
+        snprintf(err, errlen, "path: cannot open %s: %s", path,
+                 en == ELOOP ? "a symbolic link" : strerror(en));
+        return en == ENOENT ? -32001 : -32602;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "path: cannot open %s: %s", path,
+                 S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+        close(fd);
+        return -32602;
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *b = malloc(cap);
+    if (!b) {
+        snprintf(err, errlen, "path: cannot read %s: %s", path, strerror(ENOMEM));
+        close(fd);
+        return -32603;
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                close(fd);
+                snprintf(err, errlen, "path: cannot read %s: %s", path, strerror(ENOMEM));
+                return -32603;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, b + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(err, errlen, "path: cannot read %s: %s", path, strerror(errno));
+            free(b);
+            close(fd);
+            return -32603;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+int tkd_snapshot_load(tkd *d, const char *param, json_t **info, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    int rc = tkd_snapshot_resolve(d, param, path, sizeof path, err, errlen);
+    if (rc)
+        return rc;
+    char *text = NULL;
+    size_t len = 0;
+    rc = read_file(path, &text, &len, err, errlen);
+    if (rc)
+        return rc;
+    /* Nothing of the content is quoted back: jansson's messages would show
+     * tokens of whatever file the path names. */
+    ent_text et;
+    json_t *doc = NULL;
+    bool split = split_doc(text, len, &doc, &et);
+    if (!split) {
+        json_error_t je;
+        doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+        if (!doc) {
+            free(text);
+            snprintf(err, errlen,
+                     "%s: not a tickd snapshot (not valid JSON at line %d, column %d)", path,
+                     je.line, je.column);
+            return -32602;
+        }
+    }
+    const json_t *fmt = json_object_get(doc, "format");
+    if (!json_is_object(doc) || !json_is_string(fmt) ||
+        strcmp(json_string_value(fmt), "tickd-snapshot") != 0) {
+        snprintf(err, errlen, "%s: not a tickd snapshot (no \"format\": \"tickd-snapshot\")",
+                 path);
+        rc = -32602;
+    } else {
+        char e2[TKD_ERR_MAX];
+        rc = check_and_apply(d, doc, split ? &et : NULL, e2, sizeof e2);
+        if (rc) {
+            snprintf(err, errlen, "%s: %s", path, e2);
+        } else if (info) {
+            snap_counts c = {split ? et.n : json_array_size(json_object_get(doc, "entities")),
+                             json_array_size(json_object_get(doc, "timers")),
+                             json_array_size(json_object_get(doc, "tickables"))};
+            *info = info_json(path, len, &c);
+        }
+    }
+    if (split) {
+        tk_free(et.off);
+        tk_free(et.len);
+    }
     free(text);
     json_decref(doc);
     return rc;
 }
 
-int tkd_snapshot_load(tkd *d, const char *path, json_t **info, char *err, size_t errlen)
+/* ---- stale temporary files ------------------------------------------------------------------ */
+
+/* Is `name` a save's temporary file, "<file>.tmp.<pid>" or
+ * "<file>.tmp.<pid>.<n>"?  Fills *pid. */
+static bool temp_name_of(const char *name, long *pid)
 {
-    json_error_t je;
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "path: cannot read %s: %s", path, strerror(errno));
-        return errno == ENOENT ? -32001 : -32603;
+    const char *t = NULL;
+    for (const char *q = strstr(name, ".tmp."); q; q = strstr(q + 1, ".tmp."))
+        t = q;
+    if (!t || t == name)
+        return false;
+    const char *p = t + 5;
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end == p || errno || v <= 0 || (*p < '0' || *p > '9'))
+        return false;
+    if (*end == '.') {
+        const char *q = end + 1;
+        strtol(q, &end, 10);
+        if (end == q || *q < '0' || *q > '9')
+            return false;
     }
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!doc) {
-        snprintf(err, errlen, "%s:%d:%d: not a valid snapshot: %s", path, je.line, je.column,
-                 je.text);
-        return -32602;
+    if (*end)
+        return false;
+    *pid = v;
+    return true;
+}
+
+void tkd_snapshot_remove_stale(tkd *d)
+{
+    if (!d->cfg.snapshot_path || !d->cfg.snapshot_path[0])
+        return;
+    char dbuf[PATH_MAX];
+    const char *dir = snap_dir(d, dbuf, sizeof dbuf);
+    DIR *dh = opendir(dir);
+    if (!dh)
+        return;
+    struct dirent *de;
+    while ((de = readdir(dh)) != NULL) {
+        long pid;
+        if (!temp_name_of(de->d_name, &pid))
+            continue;
+        /* A live writer's (another tickd on the same file, or a save child
+         * still finishing) is left alone. */
+        if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(dh), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
+            continue;
+        if (unlinkat(dirfd(dh), de->d_name, 0) == 0)
+            tk_log_warn("snapshot: removed %s/%s, a temporary file left by process %ld", dir,
+                        de->d_name, pid);
+        else
+            tk_log_warn("snapshot: cannot remove the stale temporary file %s/%s: %s", dir,
+                        de->d_name, strerror(errno));
     }
-    char e2[TKD_ERR_MAX];
-    int rc = tkd_snapshot_apply(d, doc, e2, sizeof e2);
+    closedir(dh);
+}
+
+/* ---- saving in a child process -------------------------------------------------------------
+ *
+ * As Redis's BGSAVE: fork, and the child writes the world from its
+ * copy-on-write image while the frame loop goes on.  The child touches
+ * nothing of the parent's but its memory image: no event base, no socket,
+ * no log (it reports through a pipe), and leaves with _exit.  The parent
+ * reaps it without blocking once per frame (a core ticker delegate).  One
+ * save runs at a time; world.save requests that arrive meanwhile wait in
+ * order and each starts when the one before it ends; an autosave due
+ * meanwhile is skipped.
+ */
+
+typedef struct bg_req {
+    struct bg_req *next;
+    tkd_call *call;           /* to answer, or NULL                      */
+    char why[24];             /* for logs: world.save, autosave          */
+    char path[PATH_MAX];      /* resolved                                */
+} bg_req;
+
+struct tkd_bgsave {
+    pid_t pid;                /* the child, or 0                         */
+    int rfd;                  /* its report pipe                         */
+    bg_req cur;               /* what it is writing                      */
+    uint64_t start_ns;        /* monotonic                               */
+    bg_req *queue, **tail;    /* waiting world.save requests             */
+    tk_ticker_handle ticker;  /* the reaper                              */
+};
+
+static void bg_child(tkd *d, const char *path, int wfd, pid_t parent)
+{
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(3);
+    /* Hold no descriptor of the parent's: a client the parent closes must
+     * see its end of file now, not when this save ends. */
+    if (wfd > 3 && close_range(3, (unsigned)wfd - 1, 0) != 0)
+        for (int fd = 3; fd < wfd; fd++)
+            close(fd);
+    if (close_range((unsigned)wfd + 1, ~0u, 0) != 0)
+        for (int fd = wfd + 1; fd < 4096; fd++)
+            close(fd);
+    char err[TKD_ERR_MAX], line[TKD_ERR_MAX + 96];
+    uint64_t bytes = 0;
+    snap_counts cnt;
+    int rc = write_file(d, path, &bytes, &cnt, err, sizeof err);
+    int n = rc ? snprintf(line, sizeof line, "%d %s\n", rc, err)
+               : snprintf(line, sizeof line, "0 %llu %llu %llu %llu\n", (unsigned long long)bytes,
+                          (unsigned long long)cnt.entities, (unsigned long long)cnt.timers,
+                          (unsigned long long)cnt.tickables);
+    if (n > 0 && write(wfd, line, (size_t)n) < 0)
+        _exit(2);
+    _exit(rc ? 1 : 0);
+}
+
+/* Answer and log one finished save. */
+static void bg_complete(tkd *d, const bg_req *q, int rc, const char *msg, json_t *info)
+{
     if (rc) {
-        snprintf(err, errlen, "%s: %s", path, e2);
-    } else if (info) {
-        *info = info_json(path, (size_t)st.st_size, doc);
+        tk_log_error("snapshot (%s): %s", q->why, msg);
+        if (q->call)
+            tkd_call_error(q->call, rc, NULL, "%s", msg);
+        json_decref(info);
+        return;
     }
-    json_decref(doc);
-    return rc;
+    tk_log_info("snapshot (%s): saved %s (%lld entities, %lld bytes)", q->why, q->path,
+                (long long)json_integer_value(json_object_get(info, "entities")),
+                (long long)json_integer_value(json_object_get(info, "bytes")));
+    if (q->call)
+        tkd_call_reply(q->call, info);
+    else
+        json_decref(info);
+    (void)d;
+}
+
+/* Fork a child for q (copied).  On failure answers q at once. */
+static void bg_start(tkd *d, const bg_req *q)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        char msg[TKD_ERR_MAX];
+        snprintf(msg, sizeof msg, "path: cannot save %.400s: pipe: %s", q->path, strerror(errno));
+        bg_complete(d, q, -32603, msg, NULL);
+        return;
+    }
+    pid_t parent = getpid();
+    uint64_t t0 = tk_clock_now_ns();
+    pid_t pid = fork();
+    if (pid < 0) {
+        char msg[TKD_ERR_MAX];
+        snprintf(msg, sizeof msg, "path: cannot save %.400s: fork: %s", q->path, strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        bg_complete(d, q, -32603, msg, NULL);
+        return;
+    }
+    if (pid == 0) {
+        close(pfd[0]);
+        bg_child(d, q->path, pfd[1], parent);
+    }
+    close(pfd[1]);
+    tk_log_debug("snapshot (%s): writing %s in process %ld (fork took %.1f ms)", q->why, q->path,
+                (long)pid, (double)(tk_clock_now_ns() - t0) / 1e6);
+    b->pid = pid;
+    b->rfd = pfd[0];
+    b->cur = *q;
+    b->start_ns = tk_clock_now_ns();
+}
+
+/* The child has exited with `status`: read its report, answer. */
+static void bg_reaped(tkd *d, int status)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    char line[TKD_ERR_MAX + 96];
+    ssize_t n;
+    do
+        n = read(b->rfd, line, sizeof line - 1);
+    while (n < 0 && errno == EINTR);
+    line[n > 0 ? n : 0] = '\0';
+    close(b->rfd);
+    b->rfd = -1;
+    b->pid = 0;
+    char *nl = strchr(line, '\n');
+    if (nl)
+        *nl = '\0';
+    unsigned long long by, en, ti, tb;
+    int code;
+    char msg[TKD_ERR_MAX + 64];
+    if (n > 0 && sscanf(line, "0 %llu %llu %llu %llu", &by, &en, &ti, &tb) == 4) {
+        snap_counts c = {en, ti, tb};
+        bg_complete(d, &b->cur, 0, NULL, info_json(b->cur.path, by, &c));
+        return;
+    }
+    if (n > 0 && sscanf(line, "%d", &code) == 1 && code < 0 && strchr(line, ' ')) {
+        bg_complete(d, &b->cur, code, strchr(line, ' ') + 1, NULL);
+        return;
+    }
+    if (WIFSIGNALED(status))
+        snprintf(msg, sizeof msg, "path: saving %.400s: the save process died of signal %d",
+                 b->cur.path, WTERMSIG(status));
+    else
+        snprintf(msg, sizeof msg, "path: saving %.400s: the save process failed (status %d)",
+                 b->cur.path, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    bg_complete(d, &b->cur, -32603, msg, NULL);
+}
+
+/* Start the next waiting request, if any. */
+static void bg_next(tkd *d)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    /* A request in slices (a big spawn) is in progress: a snapshot now would
+     * hold half of it, so saves wait for it to end. */
+    while (!b->pid && b->queue && !d->jobs) {
+        bg_req *q = b->queue;
+        b->queue = q->next;
+        if (!b->queue)
+            b->tail = &b->queue;
+        bg_start(d, q);
+        tk_free(q);
+    }
+}
+
+static bool bg_tick(void *ud, double dt)
+{
+    (void)dt;
+    tkd *d = ud;
+    struct tkd_bgsave *b = d->bgsave;
+    if (b->pid) {
+        int status = 0;
+        pid_t r = waitpid(b->pid, &status, WNOHANG);
+        if (r == 0)
+            return true;
+        if (r < 0 && errno == EINTR)
+            return true;
+        bg_reaped(d, r == b->pid ? status : 0);
+    }
+    bg_next(d);
+    if (b->pid || b->queue)
+        return true;
+    b->ticker = TK_TICKER_NONE;
+    return false;
+}
+
+int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *why, char *err,
+                         size_t errlen)
+{
+    bg_req q;
+    memset(&q, 0, sizeof q);
+    int rc = tkd_snapshot_resolve(d, param, q.path, sizeof q.path, err, errlen);
+    if (rc)
+        return rc;
+    q.call = call;
+    snprintf(q.why, sizeof q.why, "%s", why);
+    if (!d->bgsave) {
+        d->bgsave = tk_calloc(1, sizeof *d->bgsave);
+        d->bgsave->rfd = -1;
+        d->bgsave->tail = &d->bgsave->queue;
+    }
+    struct tkd_bgsave *b = d->bgsave;
+    if (b->pid || b->queue || d->jobs) {
+        if (!call) {
+            if (!b->pid && !b->queue)
+                snprintf(err, errlen, "a request in slices is in progress");
+            else
+                snprintf(err, errlen, "a save is in progress (%s of %s)", b->cur.why,
+                         b->cur.path);
+            return TKD_SNAPSHOT_BUSY;
+        }
+        bg_req *w = tk_malloc(sizeof *w);
+        *w = q;
+        *b->tail = w;
+        b->tail = &w->next;
+        if (b->ticker == TK_TICKER_NONE && tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0)
+            tkd_snapshot_finish(d);
+        return 0;
+    }
+    bg_start(d, &q);
+    if (b->pid && b->ticker == TK_TICKER_NONE &&
+        tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0) {
+        /* No reaper: wait here rather than leave the call unanswered. */
+        tkd_snapshot_finish(d);
+    }
+    return 0;
+}
+
+bool tkd_snapshot_saving(const tkd *d) { return d->bgsave && (d->bgsave->pid || d->bgsave->queue); }
+
+void tkd_snapshot_finish(tkd *d)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    if (!b)
+        return;
+    while (b->pid || b->queue) {
+        if (b->pid) {
+            int status = 0;
+            pid_t r;
+            do
+                r = waitpid(b->pid, &status, 0);
+            while (r < 0 && errno == EINTR);
+            bg_reaped(d, r == b->pid ? status : 0);
+        }
+        /* Those still waiting are written here, in-process. */
+        while (b->queue) {
+            bg_req *q = b->queue;
+            b->queue = q->next;
+            uint64_t bytes = 0;
+            snap_counts cnt;
+            char err[TKD_ERR_MAX];
+            int rc = write_file(d, q->path, &bytes, &cnt, err, sizeof err);
+            bg_complete(d, q, rc, err, rc ? NULL : info_json(q->path, bytes, &cnt));
+            tk_free(q);
+        }
+        b->tail = &b->queue;
+    }
+    if (b->ticker != TK_TICKER_NONE)
+        tk_ticker_remove(d->engine, b->ticker);
+    tk_free(b);
+    d->bgsave = NULL;
 }

@@ -18,12 +18,28 @@
  *          "cooldown", "since_last_tick", "prerequisites": [{"id",
  *          "component"}]}
  *
- * Saving writes a temporary file in the same directory, fsyncs it, renames it
- * over the target and fsyncs the directory: a crash at any point leaves the
- * previous snapshot intact.  Loading parses and checks the whole document
- * (types, ranges, classes, props, references, duplicate ids, prerequisite
- * targets) before the world changes; an error names the JSON path at fault
- * ("$.entities[3].tick.group: ...") and changes nothing.
+ * A prop that the simulation drove to a non-finite value is written as the
+ * string "inf", "-inf" or "nan" (as entity.get shows it) and read back as
+ * that number; a number prop declared unbounded ([-1e300, 1e300]) loads back
+ * with whatever value the simulation gave it.  What tickd writes, it reads.
+ *
+ * Files live in one directory, [snapshot] dir (default: the directory of
+ * [snapshot] path): a relative path names a file there, and a path that
+ * leads elsewhere (.., an absolute path, a symbolic link) is refused.
+ * Saving writes a fresh temporary file next to the target
+ * ("<path>.tmp.<pid>", created O_EXCL|O_NOFOLLOW: nothing already at that
+ * name is followed or overwritten), fsyncs it, renames it over the target
+ * and fsyncs the directory: a crash at any point leaves the previous
+ * snapshot intact, and the temporary file is removed at the next start.
+ * Loading opens without blocking or following links and refuses anything
+ * but a regular file; then it parses and checks the whole document (types,
+ * ranges, classes, props, references, duplicate ids, prerequisite targets,
+ * timer and tickable slots) before the world changes; an error names the
+ * JSON path at fault ("$.entities[3].tick.group: ...") and changes nothing.
+ * Errors never quote the file's content.
+ *
+ * world.save and autosaves are written by a child process (fork, as Redis's
+ * BGSAVE) so the frame loop goes on; save_on_exit writes in-process.
  */
 #ifndef TICKD_SNAPSHOT_H
 #define TICKD_SNAPSHOT_H
@@ -34,18 +50,48 @@
 
 #define TKD_SNAPSHOT_VERSION 1
 
-/* The document for the current world (new reference). */
+/* The document for the current world (new reference), as a save writes it. */
 json_t *tkd_snapshot_build(tkd *d);
+
+/* Resolve `param` (a world.save/load "path"; NULL: [snapshot] path) inside
+ * the snapshot directory into `out`.  Returns 0, or a JSON-RPC code with
+ * err naming the parameter and the reason. */
+int tkd_snapshot_resolve(const tkd *d, const char *param, char *out, size_t outlen, char *err,
+                         size_t errlen);
+
+/* At start: remove the temporary files ("FILE.tmp.PID[.N]", regular files
+ * or links) in the snapshot directory left by processes that no longer run
+ * (a crash during a save); logs each one. */
+void tkd_snapshot_remove_stale(tkd *d);
+
+/* Returned by tkd_snapshot_save_bg for a save without a caller (autosave)
+ * while another save runs. */
+#define TKD_SNAPSHOT_BUSY (-32002)
+
+/*
+ * Save in a child process.  Returns 0 if the save started or waits for the
+ * running one: then `call` (may be NULL) is answered later with the result
+ * of tkd_snapshot_save, and the outcome is logged with `why`.  Otherwise a
+ * JSON-RPC code with err (nothing started, call not answered): a bad path,
+ * or TKD_SNAPSHOT_BUSY when call is NULL and a save runs.
+ */
+int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *why, char *err,
+                         size_t errlen);
+/* True while a save child runs or saves wait. */
+bool tkd_snapshot_saving(const tkd *d);
+/* Wait for the running save and write the waiting ones in-process,
+ * answering each (shutdown). */
+void tkd_snapshot_finish(tkd *d);
 
 /* Check a document completely and, if it is good, make the world what it
  * describes.  Returns 0, or a JSON-RPC code with `err` naming the path. */
 int tkd_snapshot_apply(tkd *d, const json_t *doc, char *err, size_t errlen);
 
-/* Save to `path` atomically.  Fills *info (new reference: path, bytes,
+/* Save to `path` (a "path" param, NULL: [snapshot] path) in-process, atomically.  Fills *info (new reference: path, bytes,
  * entities, timers, tickables).  Returns 0 or a JSON-RPC code. */
 int tkd_snapshot_save(tkd *d, const char *path, json_t **info, char *err, size_t errlen);
 
-/* Load `path` (TK_ENOENT-like -32001 if missing).  Same *info. */
+/* Load `path` (as for save; -32001 if missing).  Same *info. */
 int tkd_snapshot_load(tkd *d, const char *path, json_t **info, char *err, size_t errlen);
 
 #endif

@@ -126,6 +126,7 @@ START_TEST(config_defaults)
     ck_assert_uint_eq(c.max_output, 16777216);
     ck_assert_double_eq(c.slow_tick_ms, 5);
     ck_assert_str_eq(c.snapshot_path, "run/tickd.snapshot.json");
+    ck_assert(!c.snapshot_dir || !c.snapshot_dir[0]);
     ck_assert(!c.save_on_exit);
     ck_assert(!c.load_on_start);
     ck_assert_double_eq(c.autosave_s, 0);
@@ -142,7 +143,7 @@ START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 35);
+    ck_assert_uint_eq(n, 36);
     static const char *const reloadable[] = {
         "engine.tick_rate",    "engine.max_dt",       "world.time_dilation",
         "world.max_entities",  "world.max_memory",  "control.max_clients", "control.max_line",
