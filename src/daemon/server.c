@@ -1517,42 +1517,34 @@ static int adopt_fd(tkd_server *srv, int fd, char *err, size_t errlen)
     return 0;
 }
 
-/* Close the listener; unlink the socket file if it is still the one we
- * bound (another daemon may have replaced it since). */
+/* Close a listener; unlink its socket file if it is still the one we bound
+ * (another daemon may have replaced it since). */
+static void close_listener(struct event **ev, int *fd, char **path, dev_t dev, ino_t ino)
+{
+    if (*ev) {
+        event_free(*ev);
+        *ev = NULL;
+    }
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    if (*path) {
+        struct stat st;
+        if (lstat(*path, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+            unlink(*path);
+        tk_free(*path);
+        *path = NULL;
+    }
+}
+
+/* Close both listeners (the control socket and the read-only one). */
 static void stop_listening(tkd_server *srv)
 {
-    if (srv->lev) {
-        event_free(srv->lev);
-        srv->lev = NULL;
-    }
     if (srv->resume_ev)
         event_del(srv->resume_ev);
-    if (srv->lfd >= 0) {
-        close(srv->lfd);
-        srv->lfd = -1;
-    }
-    if (srv->path) {
-        struct stat st;
-        if (lstat(srv->path, &st) == 0 && st.st_dev == srv->dev && st.st_ino == srv->ino)
-            unlink(srv->path);
-        tk_free(srv->path);
-        srv->path = NULL;
-    }
-    if (srv->ro_ev) {
-        event_free(srv->ro_ev);
-        srv->ro_ev = NULL;
-    }
-    if (srv->ro_fd >= 0) {
-        close(srv->ro_fd);
-        srv->ro_fd = -1;
-    }
-    if (srv->ro_path) {
-        struct stat st;
-        if (lstat(srv->ro_path, &st) == 0 && st.st_dev == srv->ro_dev && st.st_ino == srv->ro_ino)
-            unlink(srv->ro_path);
-        tk_free(srv->ro_path);
-        srv->ro_path = NULL;
-    }
+    close_listener(&srv->lev, &srv->lfd, &srv->path, srv->dev, srv->ino);
+    close_listener(&srv->ro_ev, &srv->ro_fd, &srv->ro_path, srv->ro_dev, srv->ro_ino);
 }
 
 /* ------------------------------------------------------------------ */
