@@ -1663,6 +1663,10 @@ static bool hostile(bench *b)
     else
         daemon_fail(&p, &c);
     return alive;
+}
+
+/* ---- saving 1M movers ------------------------------------------------------------------------- */
+
 #define SAVE_AFTER_FRAMES 10    /* frames watched after world.save answered */
 #define SAVE_TIMEOUT_MS   120000 /* one world.save of 1M movers               */
 
