@@ -33,9 +33,25 @@
 
 #define MAX_NESTING 8
 
+/*
+ * Entities by id: a hash table of blocks of IDB consecutive ids (open
+ * addressing, load <= 1/2).  Memory follows live entities whatever the
+ * ids (a lone id costs one block), and dense ids - the common case, a
+ * counter that only grows - cost a table IDB times smaller than one slot
+ * per entity: growing it to millions of entities rehashes a few hundred
+ * thousand blocks, never millions of entries at once.
+ */
+#define IDB_BITS 4
+#define IDB (1u << IDB_BITS)
+
+typedef struct idblock {
+    tks_entity *e[IDB];
+    uint32_t live;
+} idblock;
+
 typedef struct idslot {
-    tks_id id;                 /* 0 = empty */
-    tks_entity *e;
+    uint64_t key;              /* (id >> IDB_BITS) + 1; 0 = empty */
+    idblock *b;
 } idslot;
 
 struct tks_sim {
@@ -43,8 +59,9 @@ struct tks_sim {
     tk_world_t *w;
     tks_class **classes;       /* registered classes (stable addresses) */
     size_t n_classes;
-    idslot *ids;               /* id -> entity, open addressing (load <= 1/2) */
+    idslot *ids;               /* id block -> block, open addressing          */
     size_t ids_cap;            /* power of two, 0 = none yet                  */
+    size_t n_blocks;           /* blocks in use                               */
     tks_entity **ord;          /* entities by id; NULL where one died          */
     size_t n_ord, cap_ord, n_ord_dead;
     tks_id ord_max;            /* largest id appended to ord                   */
@@ -246,6 +263,8 @@ void tks_free(tks_sim *s)
         if (s->ord[i])
             free_entity_mem(s, s->ord[i]);
     tk_free(s->ord);
+    for (size_t i = 0; i < s->ids_cap; i++)
+        tk_free(s->ids[i].b);
     tk_free(s->ids);
     tk_free(s->share);
     tk_free(s->nospec);
@@ -319,17 +338,25 @@ static inline size_t id_hash(tks_id id)
     return (size_t)id;
 }
 
-static tks_entity *tks__entity(tks_sim *s, tks_id id)
+/* The slot of the block holding `id`, or NULL. */
+static idslot *id_slot(const tks_sim *s, tks_id id)
 {
     if (id == 0 || !s->ids_cap)
         return NULL;
-    size_t m = s->ids_cap - 1, h = id_hash(id) & m;
-    while (s->ids[h].id) {
-        if (s->ids[h].id == id)
-            return s->ids[h].e;
+    uint64_t key = (id >> IDB_BITS) + 1;
+    size_t m = s->ids_cap - 1, h = id_hash(key) & m;
+    while (s->ids[h].key) {
+        if (s->ids[h].key == key)
+            return &s->ids[h];
         h = (h + 1) & m;
     }
     return NULL;
+}
+
+static tks_entity *tks__entity(tks_sim *s, tks_id id)
+{
+    idslot *sl = id_slot(s, id);
+    return sl ? sl->b->e[id & (IDB - 1)] : NULL;
 }
 
 const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
@@ -337,13 +364,13 @@ const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
     return tks__entity((tks_sim *)s, id);
 }
 
-static void ids_insert_raw(tks_sim *s, tks_id id, tks_entity *e)
+static void ids_insert_raw(tks_sim *s, uint64_t key, idblock *b)
 {
-    size_t m = s->ids_cap - 1, h = id_hash(id) & m;
-    while (s->ids[h].id)
+    size_t m = s->ids_cap - 1, h = id_hash(key) & m;
+    while (s->ids[h].key)
         h = (h + 1) & m;
-    s->ids[h].id = id;
-    s->ids[h].e = e;
+    s->ids[h].key = key;
+    s->ids[h].b = b;
 }
 
 /* Close the holes of ord (only when no walk is under way). */
@@ -381,17 +408,24 @@ static void ord_prepare(tks_sim *s)
 
 static void id_put(tks_sim *s, tks_id id, tks_entity *e)
 {
-    if ((s->live + 1) * 2 > s->ids_cap) {
-        idslot *old = s->ids;
-        size_t ocap = s->ids_cap;
-        s->ids_cap = ocap ? ocap * 2 : 64;
-        s->ids = tk_calloc(s->ids_cap, sizeof *s->ids);
-        for (size_t i = 0; i < ocap; i++)
-            if (old[i].id)
-                ids_insert_raw(s, old[i].id, old[i].e);
-        tk_free(old);
+    idslot *sl = id_slot(s, id);
+    if (!sl) {
+        if ((s->n_blocks + 1) * 2 > s->ids_cap) {
+            idslot *old = s->ids;
+            size_t ocap = s->ids_cap;
+            s->ids_cap = ocap ? ocap * 2 : 64;
+            s->ids = tk_calloc(s->ids_cap, sizeof *s->ids);
+            for (size_t i = 0; i < ocap; i++)
+                if (old[i].key)
+                    ids_insert_raw(s, old[i].key, old[i].b);
+            tk_free(old);
+        }
+        ids_insert_raw(s, (id >> IDB_BITS) + 1, tk_calloc(1, sizeof(idblock)));
+        s->n_blocks++;
+        sl = id_slot(s, id);
     }
-    ids_insert_raw(s, id, e);
+    sl->b->e[id & (IDB - 1)] = e;
+    sl->b->live++;
     if (!s->iterating && s->n_ord_dead > 64 && s->n_ord_dead * 2 > s->n_ord)
         ord_compact(s);
     if (s->n_ord == s->cap_ord) {
@@ -408,26 +442,31 @@ static void id_put(tks_sim *s, tks_id id, tks_entity *e)
 
 static void id_drop(tks_sim *s, tks_id id)
 {
-    size_t m = s->ids_cap - 1, i = id_hash(id) & m;
-    while (s->ids[i].id != id)
-        i = (i + 1) & m;
-    tks_entity *e = s->ids[i].e;
+    idslot *sl = id_slot(s, id);
+    idblock *blk = sl->b;
+    tks_entity *e = blk->e[id & (IDB - 1)];
     s->ord[e->ord] = NULL;
     s->n_ord_dead++;
-    /* Backward-shift deletion: no tombstones, lookups stay short. */
-    size_t j = i;
+    blk->e[id & (IDB - 1)] = NULL;
+    if (--blk->live)
+        return;
+    /* The block's last entity: free it; backward-shift deletion of its
+     * slot (no tombstones, lookups stay short). */
+    tk_free(blk);
+    s->n_blocks--;
+    size_t m = s->ids_cap - 1, i = (size_t)(sl - s->ids), j = i;
     for (;;) {
         j = (j + 1) & m;
-        if (!s->ids[j].id)
+        if (!s->ids[j].key)
             break;
-        size_t h = id_hash(s->ids[j].id) & m;
+        size_t h = id_hash(s->ids[j].key) & m;
         if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
             continue;
         s->ids[i] = s->ids[j];
         i = j;
     }
-    s->ids[i].id = 0;
-    s->ids[i].e = NULL;
+    s->ids[i].key = 0;
+    s->ids[i].b = NULL;
 }
 
 static uint64_t *level_count(tks_sim *s, tk_level_id level)
