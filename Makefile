@@ -186,8 +186,11 @@ check: deps
 	@$(MAKE) --no-print-directory check-run
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 check-run
 
+# Builds use every core (JOBS); the tests run one binary at a time.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
 check-run:
-	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@BUILD=$(BUILD) SAN=$(SAN) scripts/run-tests.sh $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(REPLAY_BIN)
 
 bench: deps
