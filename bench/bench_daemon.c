@@ -205,6 +205,7 @@ enum {
     F_MSPT_MOVERS,
     F_SPAWN_GAP,
     F_HOSTILE_GAP,
+    F_IDLE_GAP,
     F_SAVE_GAP,
     F_COUNT
 };
@@ -231,6 +232,7 @@ static const struct {
     [F_MSPT_MOVERS] = {"mspt_p50_1m_movers", "%.3f", "ms"},
     [F_SPAWN_GAP] = {"spawn_1m_max_frame_gap_ms", "%.1f", "ms"},
     [F_HOSTILE_GAP] = {"max_frame_gap_ms_hostile", "%.1f", "ms"},
+    [F_IDLE_GAP] = {"max_frame_gap_ms_idle", "%.1f", "ms"},
     [F_SAVE_GAP] = {"save_1m_max_frame_gap_ms", "%.1f", "ms"},
 };
 
@@ -1384,6 +1386,7 @@ static void movers(bench *b)
 
 static int hostile_failed, hostile_passed;
 static double hostile_gap_max;
+static double hostile_gap_idle; /* the floor: the same daemon idle, 2 s */
 
 /* A client that reads the daemon's `frame` events and keeps the largest
  * gap_ms (the daemon's own frame start minus the previous one) since the
@@ -1548,6 +1551,10 @@ static bool hostile(bench *b)
     pthread_create(&obs_th, NULL, observe_main, &obs);
     sleep_ns(MS(300));
     observer_take(&obs);
+    sleep_ns(MS(2000)); /* the floor: the largest gap of the idle daemon */
+    hostile_gap_idle = observer_take(&obs);
+    note("hostile: %-52s       max frame gap %8.1f ms", "(idle, before the attacks)",
+         hostile_gap_idle);
 
     /* Clients pipelining without reading: cut off at max_output, never a stall. */
     flooder f = {p.sock, now_ns() + MS(HOSTILE_FLOOD_MS)};
@@ -1821,8 +1828,10 @@ int main(int argc, char **argv)
     counters(&b);
     movers(&b);
     save_gap(&b);
-    if (hostile(&b))
+    if (hostile(&b)) {
         figure(F_HOSTILE_GAP, hostile_gap_max);
+        figure(F_IDLE_GAP, hostile_gap_idle);
+    }
 
     cleanup_files();
     if (rmdir(b.dir) != 0 && errno != ENOENT)

@@ -43,6 +43,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stat.h"
+#include "tickd/clock.h"
+
 #define RUNS 21       /* pairs, after one warm-up pair */
 #define FRAMES 90     /* frames per sprint             */
 #define TIMEOUT_S 120 /* per request                   */
@@ -61,24 +64,6 @@ static void note(const char *fmt, ...)
     va_end(ap);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* CPU ns run by every thread of the daemon so far, or 0 if unreadable. */
 static uint64_t daemon_cpu_ns(void)
@@ -235,9 +220,9 @@ static bool daemon_start(void)
         execv(bin, (char *const *)argv);
         _exit(127);
     }
-    uint64_t deadline = now_ns() + 10000000000ull;
+    uint64_t deadline = tk_clock_now_ns() + 10000000000ull;
     while (!conn_open()) {
-        if (now_ns() > deadline || waitpid(g_pid, NULL, WNOHANG) == g_pid) {
+        if (tk_clock_now_ns() > deadline || waitpid(g_pid, NULL, WNOHANG) == g_pid) {
             note("the daemon did not come up");
             return false;
         }
@@ -254,9 +239,9 @@ static void daemon_stop(void)
         close(g_fd);
     }
     if (g_pid > 0) {
-        uint64_t deadline = now_ns() + 10000000000ull;
+        uint64_t deadline = tk_clock_now_ns() + 10000000000ull;
         while (waitpid(g_pid, NULL, WNOHANG) != g_pid) {
-            if (now_ns() > deadline) {
+            if (tk_clock_now_ns() > deadline) {
                 kill(g_pid, SIGKILL);
                 waitpid(g_pid, NULL, 0);
                 break;
@@ -379,11 +364,11 @@ int main(void)
         note("pair %d: CPU off %.3f ms, on %.3f ms per frame (%+.2f%%); wall p50 %+.2f%%", i + 1,
              off[i], on[i], pct[i], wpct[i]);
     }
-    double p = median(pct, RUNS);
+    double p = bench_median(pct, RUNS);
     printf("profile_overhead_pct=%.2f\n", p);
-    printf("profile_overhead_pct_wall=%.2f\n", median(wpct, RUNS));
-    printf("profile_frame_ms_off=%.3f\n", median(off, RUNS));
-    printf("profile_frame_ms_on=%.3f\n", median(on, RUNS));
+    printf("profile_overhead_pct_wall=%.2f\n", bench_median(wpct, RUNS));
+    printf("profile_frame_ms_off=%.3f\n", bench_median(off, RUNS));
+    printf("profile_frame_ms_on=%.3f\n", bench_median(on, RUNS));
     note("profile_overhead_pct: %.2f%% (goal <= 5)", p);
     status = 0;
 out:

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stat.h"
+#include "tickd/clock.h"
 #include "tickd/tickd.h"
 #include "ue_model.h"
 
@@ -37,25 +39,6 @@
 #define FIXED_DT (1.0 / 60.0)     /* s                                       */
 #define M1 1000000u
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median of n values (sorts them in place). */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* xorshift64*: the benchmark's workloads are seeded, so both sides of a
  * ratio get the same one. */
@@ -189,10 +172,10 @@ static tk_tick_id tick_add(tk_world_t *w, tk_class_id cls, void *target, double 
 /* Time `frames` frames of `e`, in ns. */
 static double time_frames(tk_engine_t *e, unsigned frames)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = tk_clock_now_ns();
     for (unsigned i = 0; i < frames; i++)
         tk_engine_frame(e);
-    return (double)(now_ns() - t0);
+    return (double)(tk_clock_now_ns() - t0);
 }
 
 /* ---- tick_ns_per_function_N ---------------------------------------------- */
@@ -212,7 +195,7 @@ static double bench_every_frame(unsigned n)
     double v[RUNS];
     for (int r = 0; r < RUNS; r++)
         v[r] = time_frames(e, frames) / ((double)frames * n);
-    double ns = median(v, RUNS);
+    double ns = bench_median(v, RUNS);
     if (targets[0].n != targets[n - 1].n || targets[0].n == 0) {
         fprintf(stderr, "bench_tick: counters disagree\n");
         exit(1);
@@ -282,10 +265,10 @@ static void bench_baseline(unsigned n, double *ratio, double *tickd_ns, double *
     double rt[RUNS], rm[RUNS], rr[RUNS];
     for (int r = 0; r < RUNS; r++) {
         rt[r] = time_frames(e, frames);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = tk_clock_now_ns();
         for (unsigned i = 0; i < frames; i++)
             ue_model_frame(m, raw_ns);
-        rm[r] = (double)(now_ns() - t0);
+        rm[r] = (double)(tk_clock_now_ns() - t0);
         rr[r] = rm[r] / rt[r];
     }
     /* Same work on both sides: equal tick counts. */
@@ -297,9 +280,9 @@ static void bench_baseline(unsigned n, double *ratio, double *tickd_ns, double *
             exit(1);
         }
     }
-    *ratio = median(rr, RUNS);
-    *tickd_ns = median(rt, RUNS) / ((double)frames * n);
-    *model_ns = median(rm, RUNS) / ((double)frames * n);
+    *ratio = bench_median(rr, RUNS);
+    *tickd_ns = bench_median(rt, RUNS) / ((double)frames * n);
+    *model_ns = bench_median(rm, RUNS) / ((double)frames * n);
     ue_model_free(m);
     tk_engine_free(e);
     free(tt);
@@ -336,7 +319,7 @@ static double bench_idle_interval(unsigned n)
     }
     tk_engine_free(e);
     free(targets);
-    return median(v, RUNS);
+    return bench_median(v, RUNS);
 }
 
 /* ---- batch_speedup ---------------------------------------------------------- */
@@ -376,13 +359,13 @@ static double bench_batch(unsigned n, double *batched_ns, double *unbatched_ns)
             exit(1);
         }
     }
-    *batched_ns = median(vb, RUNS) / ((double)frames * n);
-    *unbatched_ns = median(vu, RUNS) / ((double)frames * n);
+    *batched_ns = bench_median(vb, RUNS) / ((double)frames * n);
+    *unbatched_ns = bench_median(vu, RUNS) / ((double)frames * n);
     tk_engine_free(eb);
     tk_engine_free(eu);
     free(tb);
     free(tu);
-    return median(vr, RUNS);
+    return bench_median(vr, RUNS);
 }
 
 /* ---- bytes_per_tick_function --------------------------------------------- */

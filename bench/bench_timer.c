@@ -75,6 +75,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "stat.h"
 #include "tickd/tickd.h"
 
 #define N_TIMERS 1000000u
@@ -356,17 +357,6 @@ static void ev_close(void)
 
 /* ---- measurement ------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 typedef struct result {
     double tk_ns, ev_ns, ratio;   /* medians: ns/op, ns/op, ev/tk  */
@@ -418,7 +408,7 @@ static result compare(const char *name, const workload *wl, bool common)
             (double)ev_fired / (RUNS * RUN_FRAMES), CLEARS_PER_FRAME);
     tk_close();
     ev_close();
-    result res = {median(tk_ns, RUNS), median(ev_ns, RUNS), median(ratio, RUNS)};
+    result res = {bench_median(tk_ns, RUNS), bench_median(ev_ns, RUNS), bench_median(ratio, RUNS)};
     fprintf(stderr, "%s: median tickd %.1f ns/op, libevent %.1f ns/op, ratio %.2f\n",
             name, res.tk_ns, res.ev_ns, res.ratio);
     return res;

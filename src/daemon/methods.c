@@ -154,6 +154,13 @@ static uint64_t list_deadline(req *r)
     return tk_clock_now_ns() + (uint64_t)(ms * 1e6);
 }
 
+/* A page cut short: {"truncated": true, "next_offset"} in its result. */
+static void page_cut(json_t *o, uint64_t next_offset)
+{
+    json_object_set_new(o, "truncated", json_true());
+    json_object_set_new(o, "next_offset", jid(next_offset));
+}
+
 /* Add the encoded size of `item` (and a comma) to *used; false if that
  * passes `budget` (then *used is unchanged). */
 static bool fits(size_t *used, size_t budget, const json_t *item)
@@ -1038,10 +1045,8 @@ static void m_entity_list(req *r)
     uint64_t total = tks_entity_list(d->sim, l, c, offset, limit, list_one, &lc);
     json_t *o = json_object();
     json_object_set_new(o, "total", jid(total));
-    if (capped && total > offset + json_array_size(lc.ids)) {
-        json_object_set_new(o, "truncated", json_true());
-        json_object_set_new(o, "next_offset", jid(offset + json_array_size(lc.ids)));
-    }
+    if (capped && total > offset + json_array_size(lc.ids))
+        page_cut(o, offset + json_array_size(lc.ids));
     json_object_set_new(o, "ids", lc.ids);
     ok(r, o);
 }
@@ -1274,61 +1279,38 @@ static void m_tick_prereq(req *r, bool add)
 static void m_tick_add_prerequisite(req *r) { m_tick_prereq(r, true); }
 static void m_tick_remove_prerequisite(req *r) { m_tick_prereq(r, false); }
 
+static json_t *tick_dump_json(tkd *d, uint64_t id)
+{
+    tk_tick_info i;
+    if (tk_tick_get(d->world, id, &i) != 0)
+        return NULL;
+    int comp = -1;
+    const tks_entity *e = tks_tick_owner(d->sim, id, &comp);
+    json_t *x = json_object();
+    json_object_set_new(x, "entity", e ? jid(tks_entity_id(e)) : json_null());
+    json_object_set_new(x, "component", comp < 0 ? json_null() : json_integer(comp));
+    json_object_set_new(x, "class", json_string(tk_tick_class_name(d->world, i.cls)));
+    json_object_set_new(x, "state", json_string(tk_tick_state_name(i.state)));
+    json_object_set_new(x, "group", json_string(tk_group_name(i.spec.group)));
+    json_object_set_new(x, "end_group", json_string(tk_group_name(i.spec.end_group)));
+    json_object_set_new(x, "actual_group", json_string(tk_group_name(i.actual_group)));
+    json_object_set_new(x, "actual_end_group", json_string(tk_group_name(i.actual_end_group)));
+    json_object_set_new(x, "interval", json_real(i.spec.interval));
+    if (i.state == TK_TICK_COOLING_DOWN)
+        json_object_set_new(x, "cooldown", json_real(i.cooldown));
+    json_object_set_new(x, "prerequisites", prereq_ids(d, id));
+    return x;
+}
+
+static void list_reply(req *r, const char *key,
+                       bool (*next)(const tk_world_t *, uint64_t *, uint64_t *),
+                       json_t *(*item)(tkd *, uint64_t), uint64_t total);
+
 static void m_tick_dump(req *r)
 {
-    KEYS("offset", "limit");
-    tkd_perr pe;
-    uint64_t offset = 0, limit = 100;
-    READ(tkd_p_u64(r->params, "offset", "", 0, UINT64_MAX, &offset, &pe));
-    READ(tkd_p_u64(r->params, "limit", "", 0, LIST_MAX, &limit, &pe));
-    tkd *d = r->d;
     tk_tick_counts tc;
-    tk_tick_get_counts(d->world, &tc);
-    json_t *ticks = json_array();
-    uint64_t cur = 0, k = 0;
-    tk_tick_id id;
-    size_t budget = out_budget(r), used = 0;
-    uint64_t until = list_deadline(r);
-    bool cut = false;
-    while (json_array_size(ticks) < limit && tk_tick_next(d->world, &cur, &id)) {
-        if (k++ < offset)
-            continue;
-        if (json_array_size(ticks) >= LIST_TIMED && tk_clock_now_ns() >= until) {
-            cut = true;
-            break;
-        }
-        tk_tick_info i;
-        tk_tick_get(d->world, id, &i);
-        int comp = -1;
-        const tks_entity *e = tks_tick_owner(d->sim, id, &comp);
-        json_t *x = json_object();
-        json_object_set_new(x, "entity", e ? jid(tks_entity_id(e)) : json_null());
-        json_object_set_new(x, "component", comp < 0 ? json_null() : json_integer(comp));
-        json_object_set_new(x, "class", json_string(tk_tick_class_name(d->world, i.cls)));
-        json_object_set_new(x, "state", json_string(tk_tick_state_name(i.state)));
-        json_object_set_new(x, "group", json_string(tk_group_name(i.spec.group)));
-        json_object_set_new(x, "end_group", json_string(tk_group_name(i.spec.end_group)));
-        json_object_set_new(x, "actual_group", json_string(tk_group_name(i.actual_group)));
-        json_object_set_new(x, "actual_end_group", json_string(tk_group_name(i.actual_end_group)));
-        json_object_set_new(x, "interval", json_real(i.spec.interval));
-        if (i.state == TK_TICK_COOLING_DOWN)
-            json_object_set_new(x, "cooldown", json_real(i.cooldown));
-        json_object_set_new(x, "prerequisites", prereq_ids(d, id));
-        if (!fits(&used, budget, x)) {
-            json_decref(x);
-            cut = true;
-            break;
-        }
-        json_array_append_new(ticks, x);
-    }
-    json_t *o = json_object();
-    json_object_set_new(o, "total", jid(tc.registered));
-    json_object_set_new(o, "ticks", ticks);
-    if (cut) {
-        json_object_set_new(o, "truncated", json_true());
-        json_object_set_new(o, "next_offset", jid(offset + json_array_size(ticks)));
-    }
-    ok(r, o);
+    tk_tick_get_counts(r->d->world, &tc);
+    list_reply(r, "ticks", tk_tick_next, tick_dump_json, tc.registered);
 }
 
 /* ---- timers -------------------------------------------------------------------------- */
@@ -1618,10 +1600,8 @@ static void list_reply(req *r, const char *key,
     json_t *o = json_object();
     json_object_set_new(o, key, a);
     json_object_set_new(o, "total", jid(total));
-    if (cut) {
-        json_object_set_new(o, "truncated", json_true());
-        json_object_set_new(o, "next_offset", jid(offset + json_array_size(a)));
-    }
+    if (cut)
+        page_cut(o, offset + json_array_size(a));
     ok(r, o);
 }
 

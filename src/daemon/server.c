@@ -1709,8 +1709,7 @@ void tkd_call_hold_client(tkd_call *call)
     call->holds = true;
 }
 
-static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max,
-                    uint64_t deadline_ns)
+static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, uint64_t deadline_ns)
 {
     if (srv->draining)
         return 0;
@@ -1719,7 +1718,7 @@ static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max,
     tkd_call *prev = NULL; /* the last call skipped (its client is held) */
     for (;;) {
         tkd_call *call = prev ? prev->next : srv->qhead;
-        if (!call || n >= max || (n > 0 && deadline_ns && tk_clock_now_ns() >= deadline_ns))
+        if (!call || (n > 0 && deadline_ns && tk_clock_now_ns() >= deadline_ns))
             break;
         if (srv->nheld && client_held(srv, call->client_id)) {
             prev = call; /* waits, in order, until its client's long call ends */
@@ -1763,19 +1762,14 @@ static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max,
     return n;
 }
 
-size_t tkd_server_drain_some(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max)
-{
-    return drain(srv, exec, ud, max, 0);
-}
-
 size_t tkd_server_drain_until(tkd_server *srv, tkd_exec_fn exec, void *ud, uint64_t deadline_ns)
 {
-    return drain(srv, exec, ud, SIZE_MAX, deadline_ns ? deadline_ns : 1);
+    return drain(srv, exec, ud, deadline_ns ? deadline_ns : 1);
 }
 
 size_t tkd_server_drain(tkd_server *srv, tkd_exec_fn exec, void *ud)
 {
-    return drain(srv, exec, ud, SIZE_MAX, 0);
+    return drain(srv, exec, ud, 0);
 }
 
 void tkd_server_set_deadline(tkd_server *srv, uint64_t deadline_ns)

@@ -177,8 +177,6 @@ void tkd_server_free(tkd_server *srv);
  * number of calls executed.  `exec` must not be NULL.
  */
 size_t tkd_server_drain(tkd_server *srv, tkd_exec_fn exec, void *ud);
-/* The same for at most `max` calls (in order); the rest stay queued. */
-size_t tkd_server_drain_some(tkd_server *srv, tkd_exec_fn exec, void *ud, size_t max);
 /* The same until the monotonic clock passes `deadline_ns` (checked after
  * each call; one call runs even if the deadline has passed). */
 size_t tkd_server_drain_until(tkd_server *srv, tkd_exec_fn exec, void *ud, uint64_t deadline_ns);
