@@ -198,7 +198,7 @@ static void drain_between_frames(tkd *d, uint64_t deadline)
         size_t ran = tkd_server_drain_until(d->srv, exec_call, d, until);
         n += ran;
         now = tk_clock_now_ns();
-        if (!jobs && !ran && !d->jobs)
+        if (!jobs && !ran) /* nothing more now (a load may be reading aside) */
             break;
     }
     if (now > t0)

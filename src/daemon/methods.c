@@ -529,7 +529,7 @@ static json_t *spawn_result(tks_id first, uint64_t count)
 #define SLICE_FUNCS 8192
 #define STEP 512
 
-typedef enum { JOB_SPAWN, JOB_DESTROY, JOB_LEVEL_REMOVE } job_kind;
+typedef enum { JOB_SPAWN, JOB_DESTROY, JOB_LEVEL_REMOVE, JOB_LOAD } job_kind;
 
 struct tkd_job {
     tkd_job *next;
@@ -545,16 +545,22 @@ struct tkd_job {
     size_t n_ids, next_ix;
     /* JOB_LEVEL_REMOVE */
     char *level;
+    /* JOB_LOAD: the file read aside (snapshot.h) */
+    tkd_snapload *load;
 };
 
 static const char *job_method(const tkd_job *j)
 {
-    return j->kind == JOB_SPAWN ? "entity.spawn" : j->kind == JOB_DESTROY ? "entity.destroy"
-                                                                          : "level.remove";
+    return j->kind == JOB_SPAWN     ? "entity.spawn"
+           : j->kind == JOB_DESTROY ? "entity.destroy"
+           : j->kind == JOB_LOAD    ? "world.load"
+                                    : "level.remove";
 }
 
 static void job_free(tkd_job *j)
 {
+    if (j->load)
+        tkd_snapshot_load_cancel(j->load);
     tks_share_free(j->share);
     if (j->req)
         tks_spawn_req_free(j->req);
@@ -600,6 +606,23 @@ static json_t *destroyed_result(uint64_t n)
 static bool job_step(tkd *d, tkd_job *j)
 {
     char err[TKS_ERR_MAX];
+    if (j->kind == JOB_LOAD) {
+        /* Read aside; applied whole here, at a frame boundary. */
+        char lerr[TKD_ERR_MAX];
+        json_t *info = NULL;
+        tkd_snapload *l = j->load;
+        j->load = NULL;
+        int rc = tkd_snapshot_load_finish(d, l, &info, lerr, sizeof lerr);
+        if (rc) {
+            tkd_call_error(j->call, rc, NULL, "%s", lerr);
+            return true;
+        }
+        tk_log_info("world.load: %s (%lld entities)",
+                    json_string_value(json_object_get(info, "path")),
+                    (long long)json_integer_value(json_object_get(info, "entities")));
+        tkd_call_reply(j->call, info);
+        return true;
+    }
     if (j->kind == JOB_SPAWN) {
         tks_spawn_req slice = *j->req;
         slice.count = j->req->count - j->done < STEP ? j->req->count - j->done : STEP;
@@ -672,10 +695,14 @@ static bool job_step(tkd *d, tkd_job *j)
     return false;
 }
 
+/* Runs jobs in order until the deadline; true while one can go on now (a
+ * load whose file is still being read waits, and the jobs behind it). */
 static bool jobs_run(tkd *d, uint64_t deadline)
 {
     while (d->jobs) {
         tkd_job *j = d->jobs;
+        if (j->kind == JOB_LOAD && !tkd_snapshot_load_done(j->load))
+            return false;
         bool over;
         do
             over = job_step(d, j);
@@ -687,7 +714,8 @@ static bool jobs_run(tkd *d, uint64_t deadline)
         if (tk_clock_now_ns() >= deadline)
             break;
     }
-    return d->jobs != NULL;
+    return d->jobs != NULL &&
+           !(d->jobs->kind == JOB_LOAD && !tkd_snapshot_load_done(d->jobs->load));
 }
 
 bool tkd_jobs_run(tkd *d, uint64_t deadline)
@@ -698,7 +726,8 @@ bool tkd_jobs_run(tkd *d, uint64_t deadline)
     uint64_t ns = tk_clock_now_ns() - t0;
     if (what && ns > d->cur_slowest.ns) { /* for the lag warning */
         d->cur_slowest.ns = ns;
-        snprintf(d->cur_slowest.what, sizeof d->cur_slowest.what, "request %s (in slices)", what);
+        snprintf(d->cur_slowest.what, sizeof d->cur_slowest.what, "request %s (%s)", what,
+                 strcmp(what, "world.load") ? "in slices" : "applied");
     }
     return more;
 }
@@ -707,7 +736,17 @@ bool tkd_jobs_run(tkd *d, uint64_t deadline)
 static void job_cancel(tkd *d, tkd_job *j)
 {
     uint64_t done = j->done;
-    if (j->kind == JOB_SPAWN) {
+    if (j->kind == JOB_LOAD) {
+        /* Read already: applied, as asked (a save_on_exit then holds it). */
+        if (tkd_snapshot_load_done(j->load)) {
+            job_step(d, j);
+            return;
+        }
+        tkd_call_error(j->call, -32004, NULL,
+                       "shutting down before world.load completed (%s was still being read; "
+                       "the world was not changed)",
+                       tkd_snapshot_load_path(j->load));
+    } else if (j->kind == JOB_SPAWN) {
         spawn_undo(d, j);
         tkd_call_error(j->call, -32004, NULL,
                        "shutting down before entity.spawn completed (%llu of %llu were "
@@ -740,6 +779,27 @@ static void snapshot_method(req *r, bool save)
             defer(r);
         return;
     }
+    if (!save && !r->d->offline && r->call) {
+        /* Read and checked on a thread of its own; applied at a frame
+         * boundary in its turn among the requests in slices. */
+        for (tkd_job *j = r->d->jobs; j; j = j->next)
+            if (j->kind == JOB_LOAD) {
+                fail(r, -32002, "a world.load of %s is in progress; retry when it has answered",
+                     tkd_snapshot_load_path(j->load));
+                return;
+            }
+        tkd_snapload *l = NULL;
+        rc = tkd_snapshot_load_start(r->d, path, &l, err, sizeof err);
+        if (rc) {
+            fail(r, rc, "%s", err);
+            return;
+        }
+        tkd_job *j = tk_calloc(1, sizeof *j);
+        j->kind = JOB_LOAD;
+        j->load = l;
+        job_add(r, j);
+        return;
+    }
     rc = save ? tkd_snapshot_save(r->d, path, &info, err, sizeof err)
               : tkd_snapshot_load(r->d, path, &info, err, sizeof err);
     if (rc) {
@@ -753,16 +813,7 @@ static void snapshot_method(req *r, bool save)
 }
 
 static void m_world_save(req *r) { snapshot_method(r, true); }
-static void m_world_load(req *r)
-{
-    if (r->d->jobs) {
-        fail(r, -32002, "%s is in progress (in slices): world.load cannot replace the world "
-                        "under it; retry when it has answered",
-             job_method(r->d->jobs));
-        return;
-    }
-    snapshot_method(r, false);
-}
+static void m_world_load(req *r) { snapshot_method(r, false); }
 
 /* ---- levels ------------------------------------------------------------------------- */
 

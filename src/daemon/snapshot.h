@@ -80,7 +80,7 @@ int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *
 /* True while a save child runs or saves wait. */
 bool tkd_snapshot_saving(const tkd *d);
 /* Wait for the running save and write the waiting ones in-process,
- * answering each (shutdown). */
+ * answering each, and for loads' memory still being freed (shutdown). */
 void tkd_snapshot_finish(tkd *d);
 
 /* Check a document completely and, if it is good, make the world what it
@@ -91,7 +91,26 @@ int tkd_snapshot_apply(tkd *d, const json_t *doc, char *err, size_t errlen);
  * entities, timers, tickables).  Returns 0 or a JSON-RPC code. */
 int tkd_snapshot_save(tkd *d, const char *path, json_t **info, char *err, size_t errlen);
 
-/* Load `path` (as for save; -32001 if missing).  Same *info. */
+/* Load `path` (as for save; -32001 if missing).  Same *info.  In-process:
+ * reads, checks and applies on the calling (frame) thread. */
 int tkd_snapshot_load(tkd *d, const char *path, json_t **info, char *err, size_t errlen);
+
+/*
+ * A load read aside (world.load on the socket): tkd_snapshot_load_start
+ * resolves the path (errors at once: a JSON-RPC code and err) and starts a
+ * thread that reads, parses and checks the file while frames run; it reads
+ * nothing of the world but the class table.  Once tkd_snapshot_load_done,
+ * tkd_snapshot_load_finish (frame thread, at a frame boundary) applies it, or
+ * returns the reading's error, exactly as tkd_snapshot_load would; it frees
+ * the load.  tkd_snapshot_load_cancel stops the thread and frees it, the
+ * world untouched (shutdown).
+ */
+typedef struct tkd_snapload tkd_snapload;
+int tkd_snapshot_load_start(tkd *d, const char *path, tkd_snapload **out, char *err,
+                            size_t errlen);
+bool tkd_snapshot_load_done(const tkd_snapload *l);
+const char *tkd_snapshot_load_path(const tkd_snapload *l);
+int tkd_snapshot_load_finish(tkd *d, tkd_snapload *l, json_t **info, char *err, size_t errlen);
+void tkd_snapshot_load_cancel(tkd_snapload *l);
 
 #endif

@@ -999,13 +999,14 @@ static const tks_prop_desc *find_prop(const tks_class *c, const char *key)
 typedef struct check_mode {
     bool (*id_known)(void *ud, tks_id id); /* NULL: the entity must exist now */
     void *ud;
+    const tkp_ctx *ctx; /* for class check hooks; NULL: made now (frame thread) */
 } check_mode;
 
-static const check_mode live_mode = {NULL, NULL};
+static const check_mode live_mode = {NULL, NULL, NULL};
 
 /* A snapshot's tickable: its ids were checked against the snapshot already. */
 static bool any_id(void *ud, tks_id id) { return true; }
-static const check_mode restored_mode = {any_id, NULL};
+static const check_mode restored_mode = {any_id, NULL, NULL};
 
 static int check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int depth,
                        uint64_t *total, const check_mode *m, char err[TKS_ERR_MAX]);
@@ -1134,7 +1135,7 @@ static int check_props(tks_sim *s, const tks_class *c, const tks_prop_kv *kv, si
     }
     if (c->p->check) {
         tkp_props pr = {kv, n};
-        tkp_ctx ctx = make_ctx(s, NULL);
+        tkp_ctx ctx = m->ctx ? *m->ctx : make_ctx(s, NULL);
         char why[TKS_ERR_MAX] = "";
         if (c->p->check(&pr, &ctx, why, sizeof why) != 0)
             return errf(err, TK_EINVAL, "%s: %s", path, why[0] ? why : "refused by the class");
@@ -1990,11 +1991,14 @@ void tks_tickable_props(const tks_sim *s, tk_tickable_id id, tks_prop_visit_fn f
 
 /* ---- snapshots ---------------------------------------------------------------------- */
 
+void tks_check_ctx(const tks_sim *s, tkp_ctx *out) { *out = make_ctx((tks_sim *)s, NULL); }
+
 int tks_restore_check(const tks_sim *cs, const tks_entity_restore *e, const char *path,
-                      bool (*id_known)(void *ud, tks_id id), void *ud, char err[TKS_ERR_MAX])
+                      bool (*id_known)(void *ud, tks_id id), void *ud, const tkp_ctx *ctx,
+                      char err[TKS_ERR_MAX])
 {
     tks_sim *s = (tks_sim *)cs;
-    check_mode m = {id_known, ud};
+    check_mode m = {id_known, ud, ctx};
     char sub[200];
     const tks_class *c = tks_class_find(s, e->cls);
     if (!c)

@@ -301,9 +301,19 @@ typedef struct tks_entity_restore {
  * `id_known` tells the snapshot's own ids (kept for callers that want to
  * report dangling references; it does not make a check fail).  `path`
  * prefixes error messages ("entities[3]").
+ *
+ * It reads only the class table, never the world, so it may run on another
+ * thread while frames run (world.load reads files aside), given `ctx`: the
+ * context class `check` hooks receive, taken on the frame thread with
+ * tks_check_ctx.  ctx NULL: one is made now (frame thread only).
  */
 int tks_restore_check(const tks_sim *s, const tks_entity_restore *e, const char *path,
-                      bool (*id_known)(void *ud, tks_id id), void *ud, char err[TKS_ERR_MAX]);
+                      bool (*id_known)(void *ud, tks_id id), void *ud, const tkp_ctx *ctx,
+                      char err[TKS_ERR_MAX]);
+/* The context for class check hooks run by tks_restore_check off the frame
+ * thread: the current frame, no group. */
+void tks_check_ctx(const tks_sim *s, tkp_ctx *out);
+
 
 /* Remove every tickable this sim made and destroy every entity (before a load). */
 void tks_clear(tks_sim *s);
