@@ -6,6 +6,7 @@
 #                   more pass of the unit and integration tests under ASan + UBSan
 #   make bench      build without sanitizers, run the benchmarks, write build/bench.json
 #   make hostile    hostile clients against a real daemon (outside make check)
+#   make tsan       every test under ThreadSanitizer (outside make check)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Dependencies come from Debian packages; `make deps` installs the ones pkg-config
@@ -33,6 +34,10 @@ ifeq ($(SAN),1)
 OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
             -fno-sanitize-recover=undefined
 SANLD    := -fsanitize=address,undefined
+endif
+ifeq ($(SAN),thread)
+OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+SANLD    := -fsanitize=thread
 endif
 CFLAGS   ?=
 CFLAGS   += $(CSTD) $(WARN) $(OPT) -Iinclude -Isrc -MMD -MP
@@ -229,6 +234,15 @@ fuzz: fuzzbins
 	    -artifact_prefix=build/fuzz/crash-$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
 	    || exit 1; \
 	done
+
+# ThreadSanitizer: every test binary, with the daemon and the library built
+# with -fsanitize=thread (the threads: world.load's reader, the freeing of
+# what a load read; the save child is a process).  Outside make check (time).
+tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build/tsan SAN=thread -j$(JOBS) tests
+	@BUILD=build/tsan SAN=thread TKIT_SCALE=5 CK_DEFAULT_TIMEOUT=600 \
+	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  scripts/run-tests.sh $(patsubst $(BUILD)/%,build/tsan/%,$(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN))
 
 # Daemon integration tests under valgrind (zero errors, zero definite leaks).
 valgrind: deps

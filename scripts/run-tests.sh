@@ -8,6 +8,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 label=normal
 [ "${SAN:-}" = 1 ] && label="asan+ubsan"
+[ "${SAN:-}" = thread ] && label="tsan"
 failed=()
 for t in "$@"; do
   [ -x "$t" ] || continue

@@ -103,7 +103,8 @@ void tkit_cleanup(void);
  * test in its own process, tkit_cleanup(); the exit status for main(). */
 struct Suite;
 int tkit_run(struct Suite *(*make)(void));
-/* `seconds` scaled for the environment (x20 under valgrind). */
+/* `seconds` scaled for the environment (x20 under valgrind, times the
+ * factor in $TKIT_SCALE if set: make tsan sets 5). */
 double tkit_scale(double seconds);
 /* True when the daemon runs under valgrind. */
 bool tkit_valgrind(void);
