@@ -73,6 +73,10 @@
  *                                   arrivals of two of them here (one
  *                                   run; the save's seconds, bytes and
  *                                   both maxima are noted)
+ *   load_1m_max_frame_gap_ms        the same for a world.load of that
+ *                                   file into the same daemon (read aside;
+ *                                   the apply is one frame)
+ *   load_1m_seconds                 that world.load's answer time
  *
  * stdout carries the key=value lines and nothing else; progress, the
  * per-run numbers and a table go to stderr.  Every wait has a deadline; on
@@ -207,6 +211,8 @@ enum {
     F_HOSTILE_GAP,
     F_IDLE_GAP,
     F_SAVE_GAP,
+    F_LOAD_GAP,
+    F_LOAD_SECONDS,
     F_COUNT
 };
 
@@ -234,6 +240,8 @@ static const struct {
     [F_HOSTILE_GAP] = {"max_frame_gap_ms_hostile", "%.1f", "ms"},
     [F_IDLE_GAP] = {"max_frame_gap_ms_idle", "%.1f", "ms"},
     [F_SAVE_GAP] = {"save_1m_max_frame_gap_ms", "%.1f", "ms"},
+    [F_LOAD_GAP] = {"load_1m_max_frame_gap_ms", "%.1f", "ms"},
+    [F_LOAD_SECONDS] = {"load_1m_seconds", "%.2f", "s"},
 };
 
 static double fig_val[F_COUNT]; /* measured values                    */
@@ -1678,9 +1686,73 @@ static bool hostile(bench *b)
 #define SAVE_TIMEOUT_MS   120000 /* one world.save of 1M movers               */
 
 /*
+ * Send `method` (params JSON or NULL) while subscribed to frame events;
+ * read until SAVE_AFTER_FRAMES frames after its answer.  Fills the answer
+ * time, the result (new reference) and the largest frame period: the
+ * larger of the events' dt and the gap between their arrivals here.
+ */
+static bool watched_call(conn *c, const char *method, const char *params, uint64_t deadline,
+                         double *seconds, json_t **result, double *max_gap_ms)
+{
+    unsigned long long id = c->next_id++;
+    char req[512];
+    int n = snprintf(req, sizeof req, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"%s\"%s%s}\n",
+                     id, method, params ? ",\"params\":" : "", params ? params : "");
+    uint64_t t0 = now_ns();
+    if (!conn_write_all(c, req, (size_t)n, deadline))
+        return false;
+    double max_ms = 0, max_arrival_ms = 0;
+    uint64_t last_arrival = 0;
+    int after = -1, frames = 0;
+    *result = NULL;
+    while (after < SAVE_AFTER_FRAMES) {
+        size_t len;
+        char *l = conn_line(c, &len, deadline);
+        if (!l) {
+            note("%s: %s", method, c->eof ? "the daemon closed the connection" : "no answer in time");
+            json_decref(*result);
+            return false;
+        }
+        json_t *m = json_loadb(l, len, 0, NULL);
+        json_t *rid = json_object_get(m, "id");
+        if (json_is_integer(rid) && (unsigned long long)json_integer_value(rid) == id) {
+            json_t *res = json_object_get(m, "result");
+            if (!res) {
+                note("%s failed: %.300s", method, l);
+                json_decref(m);
+                return false;
+            }
+            *seconds = (double)(now_ns() - t0) / 1e9;
+            *result = json_incref(res);
+            after = 0;
+        } else {
+            const char *meth = json_string_value(json_object_get(m, "method"));
+            double dt = jnum(json_object_get(m, "params"), "dt", NULL);
+            if (meth && !strcmp(meth, "event.frame") && !isnan(dt)) {
+                frames++;
+                if (dt * 1e3 > max_ms)
+                    max_ms = dt * 1e3;
+                if (last_arrival && (double)(c->fill_ns - last_arrival) / 1e6 > max_arrival_ms)
+                    max_arrival_ms = (double)(c->fill_ns - last_arrival) / 1e6;
+                last_arrival = c->fill_ns;
+                if (after >= 0)
+                    after++;
+            }
+        }
+        json_decref(m);
+    }
+    note("%s: answered in %.2f s, %d frames, largest dt %.1f ms, largest gap between frame "
+         "events here %.1f ms",
+         method, *seconds, frames, max_ms, max_arrival_ms);
+    *max_gap_ms = max_ms > max_arrival_ms ? max_ms : max_arrival_ms;
+    return true;
+}
+
+/*
  * save_1m_max_frame_gap_ms: one daemon with 1M movers; subscribed to frame
  * events, send world.save and take the largest frame period until
- * SAVE_AFTER_FRAMES frames after its answer.
+ * SAVE_AFTER_FRAMES frames after its answer.  load_1m_max_frame_gap_ms:
+ * then the same for a world.load of what it saved.
  */
 static void save_gap(bench *b)
 {
@@ -1690,7 +1762,7 @@ static void save_gap(bench *b)
     snprintf(snap, sizeof snap, "snapshot.path=%.255s/save-1m.json", b->dir);
     /* max_dt 0: the frame events' dt is the whole frame period, unclamped. */
     const char *const extra[] = {"--set", snap, "--set", "engine.max_dt=0", NULL};
-    note("world.save of 1M movers at 60 Hz: one daemon");
+    note("world.save and world.load of 1M movers at 60 Hz: one daemon");
     if (!daemon_up(b, &p, &c, extra))
         return;
     char path[PATH_MAX];
@@ -1710,55 +1782,20 @@ static void save_gap(bench *b)
     if (!r)
         goto fail;
     json_decref(r);
-    unsigned long long id = c.next_id++;
-    char req[160];
-    int n = snprintf(req, sizeof req,
-                     "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"world.save\"}\n", id);
-    uint64_t t0 = now_ns();
-    if (!conn_write_all(&c, req, (size_t)n, deadline))
+    double seconds = 0, gap = 0;
+    if (!watched_call(&c, "world.save", NULL, deadline, &seconds, &r, &gap))
         goto fail;
-    double max_ms = 0, max_arrival_ms = 0, seconds = 0, bytes = 0;
-    uint64_t last_arrival = 0;
-    int after = -1, frames = 0;
-    while (after < SAVE_AFTER_FRAMES) {
-        size_t len;
-        char *l = conn_line(&c, &len, deadline);
-        if (!l) {
-            note("world.save: %s", c.eof ? "the daemon closed the connection" : "no answer in time");
-            goto fail;
-        }
-        json_t *m = json_loadb(l, len, 0, NULL);
-        json_t *rid = json_object_get(m, "id");
-        if (json_is_integer(rid) && (unsigned long long)json_integer_value(rid) == id) {
-            json_t *res = json_object_get(m, "result");
-            if (!res) {
-                note("world.save failed: %.300s", l);
-                json_decref(m);
-                goto fail;
-            }
-            seconds = (double)(now_ns() - t0) / 1e9;
-            bytes = jnum(res, "bytes", NULL);
-            after = 0;
-        } else {
-            const char *meth = json_string_value(json_object_get(m, "method"));
-            double dt = jnum(json_object_get(m, "params"), "dt", NULL);
-            if (meth && !strcmp(meth, "event.frame") && !isnan(dt)) {
-                frames++;
-                if (dt * 1e3 > max_ms)
-                    max_ms = dt * 1e3;
-                if (last_arrival && (double)(c.fill_ns - last_arrival) / 1e6 > max_arrival_ms)
-                    max_arrival_ms = (double)(c.fill_ns - last_arrival) / 1e6;
-                last_arrival = c.fill_ns;
-                if (after >= 0)
-                    after++;
-            }
-        }
-        json_decref(m);
-    }
-    note("world.save of 1M movers: answered in %.2f s, %.0f bytes, %d frames, largest dt "
-         "%.1f ms, largest gap between frame events here %.1f ms",
-         seconds, bytes, frames, max_ms, max_arrival_ms);
-    figure(F_SAVE_GAP, max_ms > max_arrival_ms ? max_ms : max_arrival_ms);
+    note("world.save of 1M movers: %.0f bytes", jnum(r, "bytes", NULL));
+    json_decref(r);
+    figure(F_SAVE_GAP, gap);
+    sleep_ns(MS(SETTLE_MS));
+    deadline = now_ns() + MS(SAVE_TIMEOUT_MS);
+    if (!watched_call(&c, "world.load", NULL, deadline, &seconds, &r, &gap))
+        goto fail;
+    note("world.load of 1M movers: %.0f entities", jnum(r, "entities", NULL));
+    json_decref(r);
+    figure(F_LOAD_GAP, gap);
+    figure(F_LOAD_SECONDS, seconds);
     daemon_down(&p, &c);
     return;
 fail:
@@ -1803,6 +1840,8 @@ int main(int argc, char **argv)
 {
     bench b;
     bool hostile_only = argc > 1 && !strcmp(argv[1], "--hostile");
+    /* --snapshots: only the save and load figures (for working on them) */
+    bool snapshots_only = argc > 1 && !strcmp(argv[1], "--snapshots");
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -1822,6 +1861,12 @@ int main(int argc, char **argv)
         rmdir(b.dir);
         printf("%d passed, %d failed\n", hostile_passed, hostile_failed);
         return hostile_failed ? 1 : 0;
+    }
+    if (snapshots_only) {
+        save_gap(&b);
+        cleanup_files();
+        rmdir(b.dir);
+        return fig_ok[F_SAVE_GAP] && fig_ok[F_LOAD_GAP] ? 0 : 1;
     }
     idle_daemon(&b);
     unbounded_daemon(&b);

@@ -37,6 +37,8 @@ rss_mib_1m_entities|<= 160|le|160
 mspt_p50_1m_entities|<= 5|le|5
 spawn_1m_max_frame_gap_ms|<= 33|le|33
 max_frame_gap_ms_hostile|<= 50|le|50
+save_1m_max_frame_gap_ms|<= 33|le|33
+load_1m_max_frame_gap_ms|-|-|0
 max_frame_gap_ms_idle|-|-|0
 profile_overhead_pct|<= 5|le|5'
 
