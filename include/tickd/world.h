@@ -121,6 +121,8 @@ bool tk_world_paused(const tk_world_t *w);
  */
 int tk_world_step(tk_world_t *w, uint64_t frames);
 uint64_t tk_world_steps_pending(const tk_world_t *w);
+/* Drop the steps not yet run (the world stays paused); returns how many. */
+uint64_t tk_world_step_stop(tk_world_t *w);
 
 /* ---- embedding --------------------------------------------------------- */
 

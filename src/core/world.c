@@ -252,6 +252,13 @@ int tk_world_step(tk_world_t *w, uint64_t frames)
 
 uint64_t tk_world_steps_pending(const tk_world_t *w) { return w->steps; }
 
+uint64_t tk_world_step_stop(tk_world_t *w)
+{
+    uint64_t n = w->steps;
+    w->steps = 0;
+    return n;
+}
+
 uint64_t tk_world_time_ns(const tk_world_t *w) { return w->time_ns; }
 uint64_t tk_world_unpaused_time_ns(const tk_world_t *w) { return w->unpaused_ns; }
 uint64_t tk_world_frame(const tk_world_t *w) { return w->frame; }

@@ -39,7 +39,7 @@ struct tkd_waiter {
     tkd_call *call;        /* NULL: nobody to answer */
     uint64_t steps_before; /* W_STEP: done when pending steps drop to this */
     uint64_t frames_left;  /* W_SPRINT */
-    uint64_t frames;
+    uint64_t frames;       /* asked for */
     uint64_t start_ns;
     tk_frame_stats *fs;
 };
@@ -376,6 +376,68 @@ static void m_engine_sprint(req *r)
     defer(r);
 }
 
+static void sprint_done(tkd *d, tkd_waiter *w, uint64_t now, bool stopped);
+
+/* Answer and drop every waiter of `kind` (stopped); how many there were. */
+static size_t stop_waiters(tkd *d, waiter_kind kind)
+{
+    uint64_t now = tk_clock_now_ns();
+    uint64_t pending = tk_world_steps_pending(d->world);
+    size_t n = 0;
+    tkd_waiter **pp = &d->waiters;
+    while (*pp) {
+        tkd_waiter *w = *pp;
+        if (w->kind != kind) {
+            pp = &w->next;
+            continue;
+        }
+        if (kind == W_SPRINT) {
+            sprint_done(d, w, now, true);
+        } else if (w->call) {
+            /* Its steps were the ones after steps_before in the queue. */
+            uint64_t end = w->steps_before + w->frames;
+            uint64_t ran = pending >= end ? 0 : end - pending > w->frames ? w->frames : end - pending;
+            json_t *o = json_object();
+            json_object_set_new(o, "frame", jid(tk_world_frame(d->world)));
+            json_object_set_new(o, "frames", jid(ran));
+            json_object_set_new(o, "stopped", json_true());
+            tkd_call_reply(w->call, o);
+        }
+        *pp = w->next;
+        tk_frame_stats_free(w->fs);
+        tk_free(w);
+        n++;
+    }
+    return n;
+}
+
+static void m_engine_sprint_stop(req *r)
+{
+    NOKEYS();
+    tkd *d = r->d;
+    size_t n = stop_waiters(d, W_SPRINT);
+    if (d->sprinting) {
+        d->sprinting = false;
+        tk_engine_set_unpaced(d->engine, false);
+    }
+    if (n)
+        tk_log_info("engine.sprint_stop: %zu sprint%s stopped", n, n == 1 ? "" : "s");
+    ok(r, json_object());
+}
+
+static void m_world_step_stop(req *r)
+{
+    NOKEYS();
+    tkd *d = r->d;
+    /* Answer the waiters first: what each ran is read off the queue. */
+    size_t n = stop_waiters(d, W_STEP);
+    uint64_t dropped = tk_world_step_stop(d->world);
+    if (n || dropped)
+        tk_log_info("world.step_stop: %llu pending step%s dropped",
+                    (unsigned long long)dropped, dropped == 1 ? "" : "s");
+    ok(r, json_object());
+}
+
 static void m_engine_shutdown(req *r)
 {
     NOKEYS();
@@ -457,6 +519,7 @@ static void m_world_step(req *r)
     w->kind = W_STEP;
     w->call = r->call;
     w->steps_before = before;
+    w->frames = n;
     add_waiter(d, w);
     defer(r);
 }
@@ -1874,12 +1937,14 @@ static const method_entry methods[] = {
     {"engine.stats", m_engine_stats},
     {"engine.set_tick_rate", m_engine_set_tick_rate},
     {"engine.sprint", m_engine_sprint},
+    {"engine.sprint_stop", m_engine_sprint_stop},
     {"engine.profile", m_engine_profile},
     {"engine.shutdown", m_engine_shutdown},
     {"world.status", m_world_status},
     {"world.pause", m_world_pause},
     {"world.unpause", m_world_unpause},
     {"world.step", m_world_step},
+    {"world.step_stop", m_world_step_stop},
     {"world.set_time_dilation", m_world_set_time_dilation},
     {"world.trace", m_world_trace},
     {"world.save", m_world_save},
@@ -2007,11 +2072,13 @@ void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
 
 /* ---- frame boundary: answered-later requests ------------------------------------------------ */
 
-static void sprint_done(tkd *d, tkd_waiter *w, uint64_t now)
+static void sprint_done(tkd *d, tkd_waiter *w, uint64_t now, bool stopped)
 {
     if (w->call) {
         json_t *o = json_object();
-        json_object_set_new(o, "frames", jid(w->frames));
+        json_object_set_new(o, "frames", jid(w->frames - w->frames_left));
+        if (stopped)
+            json_object_set_new(o, "stopped", json_true());
         json_object_set_new(o, "seconds", json_real((double)(now - w->start_ns) / 1e9));
         tk_mspt m;
         tk_frame_stats_mspt(w->fs, now, 0, &m);
@@ -2042,7 +2109,7 @@ void tkd_methods_post_frame(tkd *d, const tk_frame_info *f)
         } else {
             tk_frame_stats_add(w->fs, f->start_ns, f->work_ns);
             if (--w->frames_left == 0) {
-                sprint_done(d, w, now);
+                sprint_done(d, w, now, false);
                 done = true;
             } else {
                 sprinting = true;

@@ -23,12 +23,14 @@ static const char *const all_methods[] = {
     "engine.stats",
     "engine.set_tick_rate",
     "engine.sprint",
+    "engine.sprint_stop",
     "engine.profile",
     "engine.shutdown",
     "world.status",
     "world.pause",
     "world.unpause",
     "world.step",
+    "world.step_stop",
     "world.set_time_dilation",
     "world.trace",
     "world.save",
@@ -232,6 +234,61 @@ START_TEST(methods_engine_sprint)
     tkit_err(c, TKIT_INVALID_PARAMS, "frames", "engine.sprint", "{\"frames\":-5}");
     tkit_err(c, TKIT_INVALID_PARAMS, "frames", "engine.sprint", "{\"frames\":1.5}");
     tkit_err(c, TKIT_INVALID_PARAMS, "frames", "engine.sprint", NULL);
+    tkit_finish(d);
+}
+END_TEST
+
+/* A sprint too long to wait for is stopped: it answers what ran. */
+START_TEST(methods_engine_sprint_stop)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *a = tkit_connect(d);
+    tkit_conn *b = tkit_connect(d);
+    /* nothing to stop: {} */
+    ck_assert_int_eq((int)json_object_size(tkit_ok(b, "engine.sprint_stop", NULL)), 0);
+    uint64_t f0 = tkit_frame(b);
+    long long id = tkit_send_request(a, "engine.sprint", "{\"frames\":1000000000}");
+    tkit_wait_frames(b, 50);
+    ck_assert_int_eq((int)json_object_size(tkit_ok(b, "engine.sprint_stop", NULL)), 0);
+    json_t *r = tkit_recv_id(a, id);
+    tkit_assert_result(r);
+    ck_assert(tkit_getb(r, "result.stopped"));
+    long long ran = tkit_geti(r, "result.frames");
+    ck_assert_int_gt(ran, 0);
+    ck_assert_int_lt(ran, 1000000000);
+    ck_assert_uint_ge(tkit_frame(b), f0 + (uint64_t)ran);
+    assert_number(r, "result.mspt.p99");
+    tkit_err(b, TKIT_INVALID_PARAMS, "unknown parameter", "engine.sprint_stop", "{\"x\":1}");
+    tkit_finish(d);
+}
+END_TEST
+
+/* Steps too many to wait for are dropped: the waiting step answers what
+ * ran, and the world stays paused with nothing pending. */
+START_TEST(methods_world_step_stop)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *a = tkit_connect(d);
+    tkit_conn *b = tkit_connect(d);
+    tkit_ok(b, "world.pause", NULL);
+    ck_assert_int_eq((int)json_object_size(tkit_ok(b, "world.step_stop", NULL)), 0);
+    long long id = tkit_send_request(a, "world.step", "{\"frames\":1000000000}");
+    for (int i = 0; i < 1000; i++) { /* until some steps ran */
+        json_t *s = tkit_ok(b, "world.status", NULL);
+        long long p = tkit_geti(s, "steps_pending");
+        if (p > 0 && p < 1000000000 - 3)
+            break;
+    }
+    tkit_ok(b, "world.step_stop", NULL);
+    json_t *r = tkit_recv_id(a, id);
+    tkit_assert_result(r);
+    ck_assert(tkit_getb(r, "result.stopped"));
+    long long ran = tkit_geti(r, "result.frames");
+    ck_assert_int_ge(ran, 3);
+    ck_assert_int_lt(ran, 1000000000);
+    json_t *s = tkit_ok(b, "world.status", NULL);
+    ck_assert_int_eq(tkit_geti(s, "steps_pending"), 0);
+    ck_assert(tkit_getb(s, "paused"));
     tkit_finish(d);
 }
 END_TEST
@@ -1121,6 +1178,8 @@ static Suite *methods_suite(void)
     tcase_add_test(tc, methods_engine_stats);
     tcase_add_test(tc, methods_engine_set_tick_rate);
     tcase_add_test(tc, methods_engine_sprint);
+    tcase_add_test(tc, methods_engine_sprint_stop);
+    tcase_add_test(tc, methods_world_step_stop);
     tcase_add_test(tc, methods_engine_shutdown);
     tcase_add_test(tc, methods_world_status);
     tcase_add_test(tc, methods_world_pause_unpause);
