@@ -997,30 +997,140 @@ static void m_entity_spawn(req *r)
     ok(r, spawn_result(first, sr.count));
 }
 
+/*
+ * Selectors (entity.destroy, tick.set): {"first","count"} (the ids of a
+ * spawn's answer), "level", "class", alone or combined; they select the live
+ * entities that match all of those given, in id order.  Ids given with
+ * "ids" must each exist; a selector that matches nothing is not an error.
+ */
+typedef struct selector {
+    bool range;
+    uint64_t first, count;
+    tk_level_id level;     /* TK_LEVEL_NONE: any */
+    const tks_class *cls;  /* NULL: any          */
+} selector;
+
+/* Reads the selector keys: 1 if any was given, 0 if none, -1 (answered)
+ * on a bad one. */
+static int read_selector(req *r, selector *sel)
+{
+    tkd_perr pe;
+    memset(sel, 0, sizeof *sel);
+    sel->level = TK_LEVEL_NONE;
+    const char *level = NULL, *cls = NULL;
+    int rf = tkd_p_u64(r->params, "first", "", 1, (1ull << 53), &sel->first, &pe);
+    if (rf < 0)
+        goto bad;
+    int rc = tkd_p_u64(r->params, "count", "", 1, (1ull << 53), &sel->count, &pe);
+    if (rc < 0)
+        goto bad;
+    if ((rf > 0) != (rc > 0)) {
+        fail(r, -32602, "%s: required with %s (a range of ids, as entity.spawn answers)",
+             rf > 0 ? "count" : "first", rf > 0 ? "first" : "count");
+        return -1;
+    }
+    sel->range = rf > 0;
+    int rl = tkd_p_str(r->params, "level", "", &level, &pe);
+    if (rl < 0)
+        goto bad;
+    int rk = tkd_p_str(r->params, "class", "", &cls, &pe);
+    if (rk < 0)
+        goto bad;
+    if (level && tk_level_find(r->d->world, level, &sel->level) != 0) {
+        fail(r, -32001, "level: level '%s' does not exist", level);
+        return -1;
+    }
+    if (cls && !(sel->cls = tks_class_find(r->d->sim, cls))) {
+        fail(r, -32602, "class: unknown class '%s'", cls);
+        return -1;
+    }
+    return sel->range || level || cls ? 1 : 0;
+bad:
+    fail_p(r, &pe);
+    return -1;
+}
+
+typedef struct sel_ctx {
+    const selector *sel;
+    tks_id *ids;
+    size_t n, cap;
+} sel_ctx;
+
+static void sel_push(sel_ctx *c, tks_id id)
+{
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 1024;
+        c->ids = tk_realloc(c->ids, c->cap * sizeof *c->ids);
+    }
+    c->ids[c->n++] = id;
+}
+
+static void sel_one(void *ud, const tks_entity *e)
+{
+    sel_ctx *c = ud;
+    tks_id id = tks_entity_id(e);
+    if (c->sel->range && (id < c->sel->first || id - c->sel->first >= c->sel->count))
+        return;
+    sel_push(c, id);
+}
+
+/* The ids the selector matches, in id order (tk_malloc'd, NULL if none). */
+static tks_id *select_ids(tkd *d, const selector *sel, size_t *n)
+{
+    sel_ctx c = {sel, NULL, 0, 0};
+    if (sel->range && sel->count <= tks_entity_count(d->sim)) {
+        /* A range smaller than the world: look its ids up. */
+        for (uint64_t k = 0; k < sel->count; k++) {
+            const tks_entity *e = tks_entity_get(d->sim, sel->first + k);
+            if (e && (sel->level == TK_LEVEL_NONE || tks_entity_level(e) == sel->level) &&
+                (!sel->cls || tks_entity_class(e) == sel->cls))
+                sel_push(&c, sel->first + k);
+        }
+    } else {
+        tks_entity_list(d->sim, sel->level, sel->cls, 0, UINT64_MAX, sel_one, &c);
+    }
+    *n = c.n;
+    return c.ids;
+}
+
 static void m_entity_destroy(req *r)
 {
-    KEYS("ids");
+    KEYS("ids", "first", "count", "level", "class");
+    selector sel;
+    int has_sel = read_selector(r, &sel);
+    if (has_sel < 0)
+        return;
+    bool has_ids = json_object_get(r->params, "ids") != NULL;
+    if (has_sel && has_ids) {
+        fail(r, -32602, "ids: give either ids or selectors (first and count, level, class)");
+        return;
+    }
+    if (!has_sel && !has_ids) {
+        fail(r, -32602, "ids: required (or selectors: first and count, level, class)");
+        return;
+    }
     tkd_arena a = {0};
     tkd_perr pe;
-    tks_id *ids = NULL;
+    tks_id *ids = NULL, *selected = NULL;
     size_t n = 0;
-    int rc = tkd_p_ids(r->params, "ids", "", &a, &ids, &n, &pe);
-    if (rc <= 0) {
+    if (has_sel) {
+        ids = selected = select_ids(r->d, &sel, &n);
+        if (n == 0) {
+            json_t *o = json_object();
+            json_object_set_new(o, "destroyed", jid(0));
+            ok(r, o);
+            return;
+        }
+    } else if (tkd_p_ids(r->params, "ids", "", &a, &ids, &n, &pe) < 0) {
         tkd_arena_free(&a);
-        if (rc == 0) {
-            fail(r, -32602, "ids: required");
-            return;
-        }
-        {
-            fail_p(r, &pe);
-            return;
-        }
+        fail_p(r, &pe);
+        return;
     }
     char err[TKS_ERR_MAX];
     size_t destroyed;
     if (r->call && n > SLICE_FUNCS && !r->d->offline) {
         /* All-or-nothing validation first, then in slices. */
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !selected; i++) {
             if (!tks_entity_get(r->d->sim, ids[i])) {
                 fail(r, -32001, "ids[%zu]: entity %llu does not exist", i,
                      (unsigned long long)ids[i]);
@@ -1030,15 +1140,20 @@ static void m_entity_destroy(req *r)
         }
         tkd_job *j = tk_calloc(1, sizeof *j);
         j->kind = JOB_DESTROY;
-        j->ids = tk_malloc(n * sizeof *ids);
-        memcpy(j->ids, ids, n * sizeof *ids);
+        if (selected) {
+            j->ids = selected;
+        } else {
+            j->ids = tk_malloc(n * sizeof *ids);
+            memcpy(j->ids, ids, n * sizeof *ids);
+        }
         j->n_ids = n;
         tkd_arena_free(&a);
         job_add(r, j);
         return;
     }
-    rc = tks_destroy(r->d->sim, ids, n, &destroyed, err);
+    int rc = tks_destroy(r->d->sim, ids, n, &destroyed, err);
     tkd_arena_free(&a);
+    tk_free(selected);
     if (rc) {
         fail_tk(r, rc, err);
         return;
@@ -1257,22 +1372,28 @@ static int read_target(req *r, const json_t *obj, const char *path, tk_tick_id *
 static void m_tick_set(req *r)
 {
     static const char *const allowed[] = {"id",      "component",           "ids",
-                                          "group",   "end_group",           "interval",
-                                          "enabled", "even_when_paused",    "high_priority",
-                                          "batch",   "on_dedicated_server", "any_thread",
-                                          NULL};
+                                          "first",   "count",               "level",
+                                          "class",   "group",               "end_group",
+                                          "interval", "enabled",            "even_when_paused",
+                                          "high_priority", "batch",         "on_dedicated_server",
+                                          "any_thread", NULL};
     if (!keys(r, allowed))
         return;
     tkd *d = r->d;
     tkd_perr pe;
+    selector sel;
+    int has_sel = read_selector(r, &sel);
+    if (has_sel < 0)
+        return;
     bool has_ids = json_object_get(r->params, "ids") != NULL;
     bool has_id = json_object_get(r->params, "id") != NULL;
-    if (has_ids == has_id) {
-        fail(r, -32602, "id: give either id (with an optional component) or ids");
+    if (has_ids + has_id + (has_sel > 0) != 1) {
+        fail(r, -32602, "id: give one of id (with an optional component), ids, or selectors "
+                        "(first and count, level, class)");
         return;
     }
-    if (has_ids && json_object_get(r->params, "component")) {
-        fail(r, -32602, "component: not allowed with ids");
+    if (!has_id && json_object_get(r->params, "component")) {
+        fail(r, -32602, "component: only with id");
         return;
     }
     tkd_arena a = {0};
@@ -1285,14 +1406,24 @@ static void m_tick_set(req *r)
             tkd_arena_free(&a);
             return;
         }
+    } else if (has_sel) {
+        /* The selected entities' actor ticks that are registered. */
+        size_t k = 0;
+        tks_id *ids = select_ids(d, &sel, &n);
+        targets = tkd_arena_alloc(&a, (n ? n : 1) * sizeof *targets);
+        for (size_t i = 0; i < n; i++) {
+            tk_tick_id t = tks_entity_tick(tks_entity_get(d->sim, ids[i]), -1);
+            if (t != TK_TICK_NONE)
+                targets[k++] = t;
+        }
+        n = k;
+        tk_free(ids);
     } else {
         tks_id *ids;
         if (tkd_p_ids(r->params, "ids", "", &a, &ids, &n, &pe) < 0) {
             tkd_arena_free(&a);
-            {
-                fail_p(r, &pe);
-                return;
-            }
+            fail_p(r, &pe);
+            return;
         }
         targets = tkd_arena_alloc(&a, (n ? n : 1) * sizeof *targets);
         for (size_t i = 0; i < n; i++) {
@@ -1306,10 +1437,8 @@ static void m_tick_set(req *r)
             targets[i] = tks_entity_tick(e, -1);
             if (targets[i] == TK_TICK_NONE) {
                 tkd_arena_free(&a);
-                {
-                    fail(r, -32002, "ids[%zu]: the actor tick is not registered", i);
-                    return;
-                }
+                fail(r, -32002, "ids[%zu]: the actor tick is not registered", i);
+                return;
             }
         }
     }
@@ -1341,7 +1470,10 @@ static void m_tick_set(req *r)
     for (size_t i = 0; i < n; i++)
         tk_tick_set_spec(d->world, targets[i], &specs[i]);
     tkd_arena_free(&a);
-    ok(r, json_object());
+    json_t *o = json_object();
+    if (has_sel)
+        json_object_set_new(o, "updated", jid(n));
+    ok(r, o);
 }
 
 static void m_tick_prereq(req *r, bool add)

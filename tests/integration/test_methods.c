@@ -873,6 +873,64 @@ START_TEST(methods_tick_set)
 }
 END_TEST
 
+/* Selectors: {first,count}, level, class, alone or combined, select the
+ * live entities matching all; bad ones change nothing. */
+START_TEST(methods_selectors)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "level.add", "{\"name\":\"arena\"}");
+    long long m = spawn(c, "{\"class\":\"mover\",\"count\":10}");                     /* persistent */
+    long long k = spawn(c, "{\"class\":\"counter\",\"count\":10,\"level\":\"arena\"}");
+    ck_assert_int_eq(k, m + 10);
+    long long n = spawn(c, "{\"class\":\"mover\",\"count\":10,\"level\":\"arena\"}");
+    /* errors first: nothing changes */
+    tkit_err(c, TKIT_INVALID_PARAMS, "count", "entity.destroy", "{\"first\":%lld}", m);
+    tkit_err(c, TKIT_INVALID_PARAMS, "first", "entity.destroy", "{\"count\":3}");
+    tkit_err(c, TKIT_INVALID_PARAMS, "count", "entity.destroy", "{\"first\":1,\"count\":0}");
+    tkit_err(c, TKIT_NOT_FOUND, "nowhere", "entity.destroy", "{\"level\":\"nowhere\"}");
+    tkit_err(c, TKIT_INVALID_PARAMS, "unknown class", "entity.destroy", "{\"class\":\"nope\"}");
+    tkit_err(c, TKIT_INVALID_PARAMS, "either", "entity.destroy",
+             "{\"ids\":[%lld],\"class\":\"mover\"}", m);
+    tkit_err(c, TKIT_INVALID_PARAMS, "one of", "tick.set",
+             "{\"id\":%lld,\"class\":\"mover\",\"enabled\":false}", m);
+    tkit_err(c, TKIT_INVALID_PARAMS, "component", "tick.set",
+             "{\"class\":\"mover\",\"component\":0,\"enabled\":false}");
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 30);
+    /* tick.set by class and level: the arena's movers only */
+    json_t *r = tkit_ok(c, "tick.set", "{\"class\":\"mover\",\"level\":\"arena\",\"interval\":0.25}");
+    ck_assert_int_eq(tkit_geti(r, "updated"), 10);
+    ck_assert_double_eq_tol(tkit_getd(tkit_ok(c, "entity.get", "{\"id\":%lld}", n + 3),
+                                      "tick.interval"), 0.25, 1e-12);
+    ck_assert_double_eq_tol(tkit_getd(tkit_ok(c, "entity.get", "{\"id\":%lld}", m + 3),
+                                      "tick.interval"), 0.0, 1e-12);
+    /* a range of a spawn's answer, part of it already gone: the live ones */
+    tkit_ok(c, "entity.destroy", "{\"ids\":[%lld,%lld]}", m, m + 1);
+    r = tkit_ok(c, "entity.destroy", "{\"first\":%lld,\"count\":5}", m);
+    ck_assert_int_eq(tkit_geti(r, "destroyed"), 3);
+    /* a range over several spawns, with a class */
+    r = tkit_ok(c, "entity.destroy", "{\"first\":%lld,\"count\":1000,\"class\":\"counter\"}", m);
+    ck_assert_int_eq(tkit_geti(r, "destroyed"), 10);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "level.list", NULL), "levels[1].entities"), 10);
+    /* nothing matches: not an error */
+    r = tkit_ok(c, "entity.destroy", "{\"class\":\"counter\"}");
+    ck_assert_int_eq(tkit_geti(r, "destroyed"), 0);
+    r = tkit_ok(c, "tick.set", "{\"class\":\"counter\",\"enabled\":false}");
+    ck_assert_int_eq(tkit_geti(r, "updated"), 0);
+    /* by level alone */
+    r = tkit_ok(c, "entity.destroy", "{\"level\":\"arena\"}");
+    ck_assert_int_eq(tkit_geti(r, "destroyed"), 10);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 5);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "entity.destroy", "{\"class\":\"mover\"}"), "destroyed"), 5);
+    /* a big selection goes in slices, answered the same */
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":30000}");
+    r = tkit_ok(c, "entity.destroy", "{\"class\":\"counter\"}");
+    ck_assert_int_eq(tkit_geti(r, "destroyed"), 30000);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 0);
+    tkit_finish(d);
+}
+END_TEST
+
 START_TEST(methods_tick_prerequisites)
 {
     tkit_daemon *d = tkit_start(NULL);
@@ -1179,6 +1237,7 @@ static Suite *methods_suite(void)
     tcase_add_test(tc, methods_engine_set_tick_rate);
     tcase_add_test(tc, methods_engine_sprint);
     tcase_add_test(tc, methods_engine_sprint_stop);
+    tcase_add_test(tc, methods_selectors);
     tcase_add_test(tc, methods_world_step_stop);
     tcase_add_test(tc, methods_engine_shutdown);
     tcase_add_test(tc, methods_world_status);
