@@ -76,6 +76,14 @@
 #define CF_CLOSING 0x4u    /* closed; waiting for reap()                  */
 #define CF_EOF 0x8u        /* read() saw end of input; lines may remain   */
 #define CF_BACKLOG 0x10u   /* lines left over a pass; reading paused      */
+#define CF_DISCARD 0x20u   /* after a line too long: input read and dropped
+                              until end of input (a lingering close)      */
+
+/* A lingering close reads and drops at most this much, for at most
+ * DISCARD_MS: a client still writing the rest of a line that was
+ * refused finishes its write and reads the answer, instead of a reset. */
+#define DISCARD_MAX (64u << 20)
+#define DISCARD_MS 2000
 
 enum call_state { CALL_QUEUED, CALL_EXECUTING, CALL_DEFERRED, CALL_DONE };
 
@@ -140,6 +148,8 @@ struct tkd_client {
     size_t in_bytes;         /* bytes of those calls' request lines         */
     uint64_t last_in_ns;     /* monotonic time of the last byte read        */
     uint64_t partial_ns;     /* since when a partial line waits; 0 = none   */
+    uint64_t discard_end_ns; /* CF_DISCARD: stop dropping input then        */
+    size_t discarded;        /* CF_DISCARD: bytes dropped so far            */
     unsigned topics;         /* TKD_TOPIC_BIT mask                          */
     uint64_t dropped;        /* events dropped for this client              */
     tkd_client *prev, *next; /* server's open clients                       */
@@ -317,7 +327,7 @@ static int client_write(tkd_client *c)
             break;
     }
     if (evbuffer_get_length(c->out) == 0) {
-        if (c->flags & CF_LINGER) {
+        if ((c->flags & CF_LINGER) && !(c->flags & CF_DISCARD)) {
             client_close(c, TK_LOG_DEBUG, "%s", c->why ? c->why : "done");
             return -1;
         }
@@ -877,7 +887,8 @@ static void maybe_finish(tkd_client *c)
     if ((c->flags & CF_CLOSING) || !(c->flags & CF_INPUT_DONE) || c->nlive)
         return;
     if (evbuffer_get_length(c->out) == 0) {
-        client_close(c, TK_LOG_DEBUG, "%s", c->why);
+        if (!(c->flags & CF_DISCARD))
+            client_close(c, TK_LOG_DEBUG, "%s", c->why);
         return;
     }
     if (!(c->flags & CF_LINGER)) {
@@ -900,6 +911,51 @@ static void input_done(tkd_client *c, const char *why)
     maybe_finish(c);
 }
 
+/* Stop taking requests from c, but go on reading and dropping its input
+ * until it ends (or DISCARD_MAX, or DISCARD_MS): then close. */
+static void input_discard(tkd_client *c, const char *why)
+{
+    if (c->flags & (CF_INPUT_DONE | CF_CLOSING))
+        return;
+    c->flags |= CF_INPUT_DONE | CF_DISCARD;
+    c->why = why;
+    event_del(c->more);
+    evbuffer_drain(c->in, evbuffer_get_length(c->in));
+    c->scanned = 0;
+    c->partial_ns = 0;
+    c->discarded = 0;
+    c->discard_end_ns = tk_clock_now_ns() + DISCARD_MS * 1000000ull;
+}
+
+static void discard_end(tkd_client *c)
+{
+    c->flags &= ~CF_DISCARD;
+    event_del(c->rev);
+    maybe_finish(c);
+}
+
+static void discard_input(evutil_socket_t fd, tkd_client *c)
+{
+    char buf[65536];
+    for (int i = 0; i < 16; i++) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            break;
+        if (n <= 0) {
+            discard_end(c);
+            return;
+        }
+        c->discarded += (size_t)n;
+        c->srv->st.bytes_in += (uint64_t)n;
+        if (c->discarded >= DISCARD_MAX) {
+            discard_end(c);
+            return;
+        }
+    }
+    if (tk_clock_now_ns() >= c->discard_end_ns)
+        discard_end(c);
+}
+
 static void line_too_long(tkd_client *c)
 {
     tkd_server *srv = c->srv;
@@ -912,7 +968,7 @@ static void line_too_long(tkd_client *c)
     reply *r = reply_new(c, 1, false);
     r->resp[0] = tkd_rpc_error(NULL, TKD_RPC_LIMIT, NULL,
                                "line exceeds control.max_line (%zu bytes)", max);
-    input_done(c, "line exceeds control.max_line");
+    input_discard(c, "line exceeds control.max_line");
     reply_finish(r);
 }
 
@@ -1147,6 +1203,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 
 static void on_read_(evutil_socket_t fd, tkd_client *c)
 {
+    if ((c->flags & (CF_DISCARD | CF_CLOSING)) == CF_DISCARD) {
+        discard_input(fd, c);
+        return;
+    }
     if (c->flags & (CF_CLOSING | CF_INPUT_DONE | CF_EOF | CF_BACKLOG))
         return;
     int n = evbuffer_read(c->in, fd, READ_CHUNK);
@@ -1340,6 +1400,10 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     tkd_client *c, *next;
     for (c = srv->clients; c; c = next) {
         next = c->next;
+        if ((c->flags & (CF_DISCARD | CF_CLOSING)) == CF_DISCARD && now >= c->discard_end_ns) {
+            discard_end(c); /* a client that neither ends nor reads */
+            continue;
+        }
         if (c->flags & (CF_CLOSING | CF_INPUT_DONE))
             continue;
         uint64_t line_ns = srv->lim.line_timeout_ms * 1000000ull;

@@ -767,6 +767,12 @@ START_TEST(server_oversized_line)
     ck_assert_str_eq(message_of(r), "line exceeds control.max_line (1024 bytes)");
     ck_assert(json_is_null(json_object_get(r, "id")));
     json_decref(r);
+    /* what follows is read and dropped (a lingering close: the client's
+     * write never meets a reset); the end of its input closes at once */
+    conn_sendn(a, big, sizeof big);
+    conn_send(a, req("echo", 9, NULL));
+    ck_assert(conn_quiet(a, 3));
+    shutdown(a->fd, SHUT_WR);
     ck_assert(conn_wait_eof(a));
     ck_assert_ptr_nonnull(strstr(F.log, "line exceeds control.max_line"));
     /* the daemon keeps serving others */
@@ -802,6 +808,7 @@ START_TEST(server_oversized_partial_line)
     json_t *r = conn_recv(a);
     ck_assert_int_eq(code_of(r), TKD_RPC_LIMIT);
     json_decref(r);
+    shutdown(a->fd, SHUT_WR);
     ck_assert(conn_wait_eof(a));
     ck_assert_uint_ge(stats().bytes_in, 4097);
     conn_close(a);
