@@ -593,6 +593,31 @@ static long rss_kib(void)
     return v;
 }
 
+/* Ids stay below 2^53 (exact in JSON): a slot's generation wraps to 1 after
+ * the largest. */
+START_TEST(tickable_ids_json_safe)
+{
+    tk_engine_t *e = make_engine(0.1);
+    tk_world_t *w = tk_engine_world(e);
+    char log[64] = "";
+    probe a = {.name = 'a', .log = log}, b = {.name = 'b', .log = log};
+    tk_tickable_desc d = {.type = TK_TICKABLE_ALWAYS, .enabled = true, .fn = probe_fn,
+                          .free_ud = probe_free};
+    tk_tickable_id top = ((UINT64_C(1) << 21) - 1) << 32; /* slot 0, last generation */
+    ck_assert_uint_lt(top, UINT64_C(1) << 53);
+    d.ud = &a;
+    ck_assert_int_eq(tk_tickable_restore(w, &d, top, 0, 0, 0), 0);
+    ck_assert_int_eq(tk_tickable_remove(w, top), 0);
+    d.ud = &b;
+    tk_tickable_id id;
+    ck_assert_int_eq(tk_tickable_add(w, &d, &id), 0);
+    ck_assert_uint_eq(id, UINT64_C(1) << 32); /* slot 0 again, generation 1 */
+    tk_tickable_info info;
+    ck_assert_int_eq(tk_tickable_get(w, top, &info), TK_ENOENT);
+    tk_engine_free(e);
+}
+END_TEST
+
 /* Restored ids whose index lies far past the ones in use (a snapshot naming
  * slot 100,000,000) cost one slot each, tick in restore order, iterate,
  * look up and remove like any other; stale forms of them stay unknown. */
@@ -668,6 +693,7 @@ static Suite *tickable_suite(void)
     tcase_add_test(tc, tickable_validation);
     tcase_add_test(tc, tickable_type_names);
     tcase_add_test(tc, tickable_restore_sparse_ids);
+    tcase_add_test(tc, tickable_ids_json_safe);
     suite_add_tcase(s, tc);
     return s;
 }

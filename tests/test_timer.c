@@ -923,6 +923,27 @@ static long rss_kib(void)
     return v;
 }
 
+/* Handles stay below 2^53 (exact in JSON): the serial wraps to 1 after the
+ * largest, and a handle past it is refused on restore. */
+START_TEST(timer_handles_json_safe)
+{
+    reset_log();
+    tk_timer_desc d = mkdesc(0.25, false, -1, log_fn, 1);
+    tk_timer_handle top = (TK_TIMER_SERIAL_MAX << 24) | 5;
+    ck_assert_uint_lt(top, UINT64_C(1) << 53);
+    ck_assert_int_eq(tk_timer_restore(W, &d, top, TK_TIMER_ACTIVE, 0.05, 0), 0);
+    ck_assert_int_eq(tk_timer_restore(W, &d, ((TK_TIMER_SERIAL_MAX + 1) << 24) | 6,
+                                      TK_TIMER_ACTIVE, 0.05, 0),
+                     TK_EINVAL);
+    tk_timer_handle h;
+    ck_assert_int_eq(tk_timer_set(W, &d, &h), 0);
+    ck_assert_uint_eq(h >> 24, 1); /* wrapped */
+    ck_assert_uint_lt(h, UINT64_C(1) << 53);
+    ck_assert_int_eq(tk_timer_clear(W, h), 0);
+    ck_assert_int_eq(tk_timer_clear(W, top), 0);
+}
+END_TEST
+
 /* Handles whose slots lie far past the records in use (a snapshot naming
  * slot 16,777,214) cost one record each, not every record up to the slot;
  * they fire, pause, clear and list like any other, and the slots they name
@@ -1835,6 +1856,7 @@ static Suite *timer_suite(void)
     tcase_add_test(tc, timer_callback_grows_slab);
     tcase_add_test(tc, timer_long_delays);
     tcase_add_test(tc, timer_restore_sparse_slots);
+    tcase_add_test(tc, timer_handles_json_safe);
     tcase_add_loop_test(tc, timer_model_random, 0, 6);
     tcase_add_loop_test(tc, timer_model_random_large, 0, 2);
     tcase_add_loop_test(tc, timer_model_random_after_pass, 0, 4);

@@ -30,7 +30,8 @@
 extern "C" {
 #endif
 
-/* index (low 32 bits) + generation (high 32); 0 is never valid. */
+/* index (low 32 bits) + generation (above: 1 .. 2^21-1, wrapping, so an id
+ * stays below 2^53, exact in a JSON double); 0 is never valid. */
 typedef uint64_t tk_tickable_id;
 #define TK_TICKABLE_NONE ((tk_tickable_id)0)
 

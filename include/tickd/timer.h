@@ -29,8 +29,10 @@
  *  - * rate <= 0 is TK_EINVAL in tickd (Unreal silently clears the handle).
  *
  * Handles are 64-bit: slot index in the low 24 bits, a serial number in the
- * high 40 bits.  A cleared or finished timer's handle is never confused with
- * a new timer's.  At most TK_TIMER_MAX timers exist at once.
+ * 29 bits above (1 .. 2^29-1, wrapping), so a handle is below 2^53 (exact in
+ * a JSON double).  A cleared or finished timer's handle is not confused with
+ * a new timer's until the serial wraps (536 million timer sets later, and
+ * then only in the same slot).  At most TK_TIMER_MAX timers exist at once.
  *
  * Data structure: see the header comment of src/core/timer.c (a hierarchical
  * timing wheel with exact (expiry, seq) ordering inside the due slot).
@@ -51,6 +53,7 @@ extern "C" {
 typedef uint64_t tk_timer_handle;
 #define TK_TIMER_NONE ((tk_timer_handle)0)
 #define TK_TIMER_MAX ((1u << 24) - 1)
+#define TK_TIMER_SERIAL_MAX ((UINT64_C(1) << 29) - 1) /* largest serial of a handle */
 
 typedef enum tk_timer_status {
     TK_TIMER_PENDING = 0,

@@ -9,6 +9,9 @@
 #include "util_int.h"
 
 #define NIL TK__OSLAB_NIL
+/* Generations wrap below 2^21, so ids (generation << 32 | index) stay JSON-safe
+ * integers (below 2^53) however often a slot is reused. */
+#define GEN_MAX ((1u << 21) - 1)
 
 static inline tk__oslab_link *lnk(const tk__oslab *s, uint32_t i) { return tk__oslab_at(s, i); }
 
@@ -228,7 +231,7 @@ void tk__oslab_release(tk__oslab *s, uint32_t idx)
     if (l->ext != idx)
         alias_del(s, ((uint64_t)l->gen << 32) | l->ext);
     unlink_from(s, idx, &s->head, &s->tail);
-    free_push(s, idx, l->gen + 1 ? l->gen + 1 : 1);
+    free_push(s, idx, l->gen >= GEN_MAX ? 1 : l->gen + 1);
 }
 
 void tk__oslab_doom(tk__oslab *s, uint32_t idx)

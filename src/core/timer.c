@@ -113,7 +113,9 @@
 #define NIL 0xFFFFFFu /* 24-bit null index (TK_TIMER_MAX - 1 is the last) */
 #define IDX_BITS 24
 #define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
-#define SERIAL_MAX ((UINT64_C(1) << 40) - 1)
+/* Serials wrap below 2^29, so handles (serial << 24 | index) stay JSON-safe
+ * integers (below 2^53). */
+#define SERIAL_MAX TK_TIMER_SERIAL_MAX
 
 #define WHEEL_TICK_SHIFT 20 /* level-0 slot: 2^20 ns = 1.048576 ms */
 #define WHEEL_BITS 6

@@ -1003,7 +1003,8 @@ static int parse_doc(const parse_env *env, const json_t *doc, const ent_text *et
             return -1;
         timer_in *ti = &in->timers[i];
         NEED(tkd_p_u64(t, "handle", p, 1, UINT64_MAX, &ti->handle, e), p, "handle");
-        if ((ti->handle & TK_TIMER_MAX) == TK_TIMER_MAX || (ti->handle >> 24) == 0)
+        if ((ti->handle & TK_TIMER_MAX) == TK_TIMER_MAX || (ti->handle >> 24) == 0 ||
+            (ti->handle >> 24) > TK_TIMER_SERIAL_MAX)
             return tkd_perr_set(e, -32602, "%s.handle: not a timer handle", p);
         OPT(tkd_p_bool(t, "loop", p, &ti->loop, e));
         /* 0: a timer.set_for_next_tick one. */
