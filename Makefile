@@ -40,7 +40,8 @@ OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 SANLD    := -fsanitize=thread
 endif
 CFLAGS   ?=
-CFLAGS   += $(CSTD) $(WARN) $(OPT) -Iinclude -Isrc -MMD -MP
+CFLAGS   += $(CSTD) $(WARN) $(OPT) -Iinclude -Isrc -MMD -MP \
+            -DTKD_PLUGIN_DIR='"$(PREFIX)/lib/tickd/plugins"'
 LDFLAGS  += $(SANLD)
 
 # Only resolved when something needs them, so `make deps` works on a bare machine.

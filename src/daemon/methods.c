@@ -55,10 +55,50 @@ static void ok(req *r, json_t *result)
         json_decref(result);
 }
 
+#ifndef TKD_PLUGIN_DIR
+#define TKD_PLUGIN_DIR "/usr/local/lib/tickd/plugins"
+#endif
+
+/* The classes of the plugins that come with tickd (the sources in plugins/). */
+static const struct {
+    const char *cls, *file;
+} shipped_classes[] = {{"boids", "boids.so"}};
+
+/* An "unknown class 'x'" error says where classes come from: the shipped
+ * plugin that has it, or the classes there are. */
+static void class_hint(tkd *d, char *msg, size_t cap)
+{
+    static const char pre[] = "unknown class '";
+    const char *p = strstr(msg, pre);
+    const char *q = p ? strchr(p + sizeof pre - 1, '\'') : NULL;
+    if (!q)
+        return;
+    p += sizeof pre - 1;
+    size_t n = strlen(msg), len = (size_t)(q - p);
+    for (size_t i = 0; i < sizeof shipped_classes / sizeof *shipped_classes; i++) {
+        if (strlen(shipped_classes[i].cls) == len && !strncmp(p, shipped_classes[i].cls, len)) {
+            snprintf(msg + n, cap - n,
+                     " (it comes with tickd's plugin %s: add its path, build/plugins/%s in the "
+                     "source tree or %s/%s once installed, to [plugins] load and restart)",
+                     shipped_classes[i].file, shipped_classes[i].file, TKD_PLUGIN_DIR,
+                     shipped_classes[i].file);
+            return;
+        }
+    }
+    int w = snprintf(msg + n, cap - n, " (classes:");
+    for (size_t i = 0; w > 0 && (size_t)w < cap - n && i < tks_class_count(d->sim); i++)
+        w += snprintf(msg + n + w, cap - n - (size_t)w, "%s %s", i ? "," : "",
+                      tks_class_name(tks_class_at(d->sim, i)));
+    if (w > 0 && (size_t)w < cap - n)
+        snprintf(msg + n + w, cap - n - (size_t)w, "; plugins add more: [plugins] load)");
+}
+
 static void failv(req *r, int code, const char *fmt, va_list ap)
 {
     char msg[TKD_ERR_MAX];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    if (code == -32602)
+        class_hint(r->d, msg, sizeof msg);
     r->answered = true;
     r->code = code;
     if (r->call) {

@@ -873,6 +873,21 @@ START_TEST(methods_tick_set)
 }
 END_TEST
 
+/* An unknown class says where classes come from. */
+START_TEST(methods_unknown_class_hint)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    json_t *e = tkit_err(c, TKIT_INVALID_PARAMS, "[plugins] load", "entity.spawn",
+                         "{\"class\":\"boids\"}");
+    ck_assert_ptr_nonnull(strstr(tkit_gets(e, "message"), "boids.so"));
+    e = tkit_err(c, TKIT_INVALID_PARAMS, "[plugins] load", "entity.spawn", "{\"class\":\"nope\"}");
+    ck_assert_ptr_nonnull(strstr(tkit_gets(e, "message"), "mover"));
+    tkit_err(c, TKIT_INVALID_PARAMS, "boids.so", "tickable.add", "{\"class\":\"boids\"}");
+    tkit_finish(d);
+}
+END_TEST
+
 /* Selectors: {first,count}, level, class, alone or combined, select the
  * live entities matching all; bad ones change nothing. */
 START_TEST(methods_selectors)
@@ -1238,6 +1253,7 @@ static Suite *methods_suite(void)
     tcase_add_test(tc, methods_engine_sprint);
     tcase_add_test(tc, methods_engine_sprint_stop);
     tcase_add_test(tc, methods_selectors);
+    tcase_add_test(tc, methods_unknown_class_hint);
     tcase_add_test(tc, methods_world_step_stop);
     tcase_add_test(tc, methods_engine_shutdown);
     tcase_add_test(tc, methods_world_status);
