@@ -88,7 +88,11 @@ class Daemon:
                                          cwd=self.dir, stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=err, env=env, preexec_fn=_die_with_parent)
         if wait:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except BaseException:
+                self.kill()  # the error quotes its stderr
+                raise
 
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
