@@ -76,8 +76,11 @@ class Daemon:
                 for name, value in items:
                     f.write(f"{name} = {value}\n")
         sock = dict(sections["control"]).get("socket", "run/tickd.sock")
-        self.sock = sock if sock.startswith("/") else os.path.join(self.dir, sock)
-        os.makedirs(os.path.dirname(self.sock), exist_ok=True)  # make run's mkdir -p run
+        if sock.startswith("/"):
+            self.sock = sock
+        else:
+            self.sock = os.path.join(self.dir, sock)
+            os.makedirs(os.path.dirname(self.sock), exist_ok=True)  # make run's mkdir -p run
         env = {k: v for k, v in os.environ.items()
                if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS",
                             "LISTEN_PID", "LISTEN_FDNAMES", "TICKD_SOCKET")}
