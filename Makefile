@@ -23,8 +23,9 @@ PKG_CONFIG ?= pkg-config
 DEP_PKGS  := libevent:libevent-dev jansson:libjansson-dev inih:libinih-dev check:check
 DEB_TOOLS := pkg-config
 # command -> Debian package: tools the tests run (promtool and prometheus
-# check and scrape the /metrics endpoint)
-DEP_CMDS  := promtool:prometheus prometheus:prometheus
+# check and scrape the /metrics endpoint; python3 and pip3 run and install
+# the Python client, tests/python)
+DEP_CMDS  := promtool:prometheus prometheus:prometheus python3:python3 pip3:python3-pip
 
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -197,7 +198,8 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 check-run:
 	@$(MAKE) --no-print-directory -j$(JOBS) tests
-	@BUILD=$(BUILD) SAN=$(SAN) scripts/run-tests.sh $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(REPLAY_BIN)
+	@BUILD=$(BUILD) SAN=$(SAN) scripts/run-tests.sh $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(REPLAY_BIN) \
+	  tests/python/run_tests.py
 
 bench: deps
 	@$(MAKE) --no-print-directory BUILD=build/bench SAN= OPT="-O2 -g" benchbins
