@@ -104,7 +104,8 @@ void tkit_cleanup(void);
 struct Suite;
 int tkit_run(struct Suite *(*make)(void));
 /* `seconds` scaled for the environment (x20 under valgrind, times the
- * factor in $TKIT_SCALE if set: make tsan sets 5). */
+ * factor in $TKIT_SCALE if set: make tsan sets 5; else x3 in make check's
+ * sanitized pass, SAN=1). */
 double tkit_scale(double seconds);
 /* True when the daemon runs under valgrind. */
 bool tkit_valgrind(void);

@@ -16,7 +16,7 @@
 #include "harness.h"
 
 /* Entities in the file: enough that reading it takes many frames. */
-#define BIG 100000
+#define BIG 60000
 
 /* A world of BIG counters and one level saved to big.json, then the world
  * changed (so a load is visible): 3 movers left, no level. */
