@@ -52,6 +52,8 @@ SIM_SRC    := $(wildcard src/sim/*.c)
 DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
 CLI_SRC    := $(wildcard src/cli/*.c)
 LOAD_SRC   := $(wildcard src/load/*.c)
+# Client code shared by tickctl and tickd-load (the default socket).
+COMMON_SRC := $(wildcard src/common/*.c)
 UNIT_SRC   := $(wildcard tests/test_*.c)
 DUNIT_SRC  := $(wildcard tests/daemon/test_*.c)
 INTEG_SRC  := $(wildcard tests/integration/test_*.c)
@@ -151,13 +153,13 @@ $(TICKD): $(call obj,src/daemon/main.c) $(LIBDAEMON) $(LIBTICKD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,$(DAEMON_PKGS)) -lm -ldl -lpthread
 
 # tickctl writes reals as the daemon does (src/daemon/jsonw.c needs jansson only).
-$(TICKCTL): $(call obj,$(CLI_SRC) src/daemon/jsonw.c)
+$(TICKCTL): $(call obj,$(CLI_SRC) $(COMMON_SRC) src/daemon/jsonw.c)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
+
+$(TICKLOAD): $(call obj,$(LOAD_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
 
 # Core unit tests link libtickd alone: the core must stand without the daemon.
-$(TICKLOAD): $(call obj,$(LOAD_SRC))
-	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
-
 $(BUILD)/tests/test_%: $(call obj,tests/test_%.c) $(LIBTICKD)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,check) -lm -lpthread
