@@ -88,12 +88,15 @@ static const tk_ctl_method_t methods[] = {
      "class [level count tick components prerequisites props\n"
      "               time_dilation life_span]",
      "spawn entities; returns ids (or first and count when count > 1000)"},
-    {"entity.destroy", "ids", "destroy entities; returns how many"},
+    {"entity.destroy", "ids | first count level class",
+     "destroy entities by ids, or by selectors (first and count, level, class;\n"
+     "      combined: those matching all); returns how many"},
     {"entity.get", "id", "class, level, props, tick report, components, prerequisites"},
     {"entity.list", "[level class offset limit]", "ids of entities, filtered, paged"},
     {"entity.set_props", "id props", "set an entity's props"},
-    {"tick.set", "id [component ids <tick spec fields>]",
-     "change tick functions from the next frame"},
+    {"tick.set", "id [component] | ids | first count level class, <tick spec fields>",
+     "change tick functions from the next frame (selectors: the actor ticks\n"
+     "      of the selected entities; answers updated)"},
     {"tick.add_prerequisite", "id [component] prerequisite",
      "make a tick function wait for another (prerequisite: {id, component?})"},
     {"tick.remove_prerequisite", "id [component] prerequisite",
