@@ -54,6 +54,8 @@ SIM_SRC    := $(wildcard src/sim/*.c)
 DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
 CLI_SRC    := $(wildcard src/cli/*.c)
 LOAD_SRC   := $(wildcard src/load/*.c)
+# Client code shared by tickctl and tickd-load (the default socket).
+COMMON_SRC := $(wildcard src/common/*.c)
 UNIT_SRC   := $(wildcard tests/test_*.c)
 DUNIT_SRC  := $(wildcard tests/daemon/test_*.c)
 INTEG_SRC  := $(wildcard tests/integration/test_*.c)
@@ -97,7 +99,7 @@ ifneq ($(LOAD_SRC),)
 BINARIES += $(TICKLOAD)
 endif
 
-.PHONY: all deps build run check check-run unit integration bench benchbins clean install uninstall \
+.PHONY: all deps build run check check-run unit integration bench benchbins clean install uninstall FORCE \
         fuzz fuzzbins valgrind soak hostile \
         tests examples
 .DEFAULT_GOAL := all
@@ -153,13 +155,24 @@ $(TICKD): $(call obj,src/daemon/main.c) $(LIBDAEMON) $(LIBTICKD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,$(DAEMON_PKGS)) -lm -ldl -lpthread
 
 # tickctl writes reals as the daemon does (src/daemon/jsonw.c needs jansson only).
-$(TICKCTL): $(call obj,$(CLI_SRC) src/daemon/jsonw.c)
+$(TICKCTL): $(call obj,$(CLI_SRC) $(COMMON_SRC) src/daemon/jsonw.c)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
+
+$(TICKLOAD): $(call obj,$(LOAD_SRC) $(COMMON_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
+
+# tickd-load looks for scenario names in SCENARIODIR, where `make install`
+# puts scripts/scenarios (after the source trees).  The path is compiled in;
+# the stamp holds the value main.o was built with, so a new PREFIX rebuilds it.
+SCENARIODIR ?= $(PREFIX)/share/tickd/scenarios
+$(BUILD)/obj/src/load/main.o: CFLAGS += -DTICKD_SCENARIO_DIR='"$(SCENARIODIR)"'
+$(BUILD)/obj/src/load/main.o: $(BUILD)/scenariodir.stamp
+$(BUILD)/scenariodir.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SCENARIODIR)' | cmp -s - $@ || echo '$(SCENARIODIR)' > $@
+FORCE:
 
 # Core unit tests link libtickd alone: the core must stand without the daemon.
-$(TICKLOAD): $(call obj,$(LOAD_SRC))
-	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,jansson) -lm
-
 $(BUILD)/tests/test_%: $(call obj,tests/test_%.c) $(LIBTICKD)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call PC_LIBS,check) -lm -lpthread
@@ -274,8 +287,9 @@ clean:
 	rm -rf build
 
 # make install PREFIX=/usr/local DESTDIR= SYSCONFDIR=/etc: binaries, library and
-# headers, man pages, the systemd units (ExecStart and the config path follow
-# PREFIX and SYSCONFDIR), the sysusers.d snippet (user and group tickd), and
+# headers, the plugins in PREFIX/lib/tickd/plugins, tickd-load's scenarios in
+# SCENARIODIR (PREFIX/share/tickd/scenarios), man pages, the systemd units
+# (ExecStart and the config path follow PREFIX and SYSCONFDIR), the sysusers.d snippet (user and group tickd), and
 # SYSCONFDIR/tickd/tickd.ini: config/tickd.ini with the service's socket,
 # snapshot and metrics paths (metrics on the Unix socket
 # /run/tickd/metrics.sock: the unit allows no TCP), installed only when no
@@ -297,6 +311,9 @@ install: all
 	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(PREFIX)/lib/tickd/plugins/)
 	install -m 0644 man/tickd.8 $(DESTDIR)$(MANDIR)/man8/tickd.8
 	install -m 0644 man/tickctl.1 $(DESTDIR)$(MANDIR)/man1/tickctl.1
+	install -m 0644 man/tickd-load.1 $(DESTDIR)$(MANDIR)/man1/tickd-load.1
+	install -d $(DESTDIR)$(SCENARIODIR)
+	install -m 0644 scripts/scenarios/*.jsonl $(DESTDIR)$(SCENARIODIR)/
 	sed -e 's|/usr/local/bin/tickd |$(PREFIX)/bin/tickd |' -e 's|/etc/tickd/|$(SYSCONFDIR)/tickd/|' \
 	  systemd/tickd.service > $(BUILD)/install/tickd.service
 	install -m 0644 $(BUILD)/install/tickd.service $(DESTDIR)$(UNITDIR)/tickd.service
@@ -323,7 +340,10 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/bin/tickd-load
 	rm -rf $(DESTDIR)$(PREFIX)/lib/tickd
 	rm -rf $(DESTDIR)$(PREFIX)/include/tickd
-	rm -f $(DESTDIR)$(MANDIR)/man8/tickd.8 $(DESTDIR)$(MANDIR)/man1/tickctl.1
+	rm -f $(DESTDIR)$(MANDIR)/man8/tickd.8 $(DESTDIR)$(MANDIR)/man1/tickctl.1 \
+	  $(DESTDIR)$(MANDIR)/man1/tickd-load.1
+	rm -f $(patsubst scripts/scenarios/%,$(DESTDIR)$(SCENARIODIR)/%,$(wildcard scripts/scenarios/*.jsonl))
+	rmdir $(DESTDIR)$(SCENARIODIR) $(DESTDIR)$(PREFIX)/share/tickd 2>/dev/null || :
 	rm -f $(DESTDIR)$(UNITDIR)/tickd.service $(DESTDIR)$(UNITDIR)/tickd.socket
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/tickd.conf
 	@if [ -e $(INST_CONFIG) ]; then echo "uninstall: kept $(INST_CONFIG)"; fi

@@ -18,6 +18,7 @@
  * client leaving and drop an answered-later response).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,51 +182,49 @@ int tk__ctl_conn_send(tk_ctl_conn_t *c, const char *p, size_t n)
     return 0;
 }
 
-int tk__ctl_conn_read_line(tk_ctl_conn_t *c, const char **line, size_t *len)
+int tk__ctl_conn_take_line(tk_ctl_conn_t *c, const char **line, size_t *len)
 {
     tk_ctl_buf_t *in = &c->in;
-    for (;;) {
-        char *nl = in->len > c->scan
-                       ? memchr(in->data + c->scan, '\n', in->len - c->scan)
-                       : NULL;
-        if (nl) {
-            size_t n = (size_t)(nl - (in->data + c->start));
-            *line = in->data + c->start;
-            c->start = c->scan = (size_t)(nl - in->data) + 1;
-            if (n > 0 && (*line)[n - 1] == '\r')
-                n--;
-            *len = n;
-            return 0;
-        }
+    char *nl = in->len > c->scan ? memchr(in->data + c->scan, '\n', in->len - c->scan) : NULL;
+    if (!nl) {
         c->scan = in->len;
-        if (in->len - c->start > TK_CTL_MAX_LINE)
-            return TK_CTL_ETOOLONG;
+        return 0;
+    }
+    size_t n = (size_t)(nl - (in->data + c->start));
+    *line = in->data + c->start;
+    c->start = c->scan = (size_t)(nl - in->data) + 1;
+    if (n > 0 && (*line)[n - 1] == '\r')
+        n--;
+    *len = n;
+    return 1;
+}
 
-        /* Drop consumed bytes, then make room for another chunk. */
-        if (c->start > 0) {
-            memmove(in->data, in->data + c->start, in->len - c->start);
-            in->len -= c->start;
-            c->scan -= c->start;
-            c->start = 0;
-        }
-        tk__ctl_buf_reserve(in, READ_CHUNK);
-
+int tk__ctl_conn_recv(tk_ctl_conn_t *c)
+{
+    tk_ctl_buf_t *in = &c->in;
+    if (in->len - c->start > TK_CTL_MAX_LINE)
+        return TK_CTL_ETOOLONG;
+    /* Drop consumed bytes, then make room for another chunk. */
+    if (c->start > 0) {
+        memmove(in->data, in->data + c->start, in->len - c->start);
+        in->len -= c->start;
+        c->scan -= c->start;
+        c->start = 0;
+    }
+    tk__ctl_buf_reserve(in, READ_CHUNK);
+    for (;;) {
         ssize_t r = recv(c->fd, in->data + in->len, in->cap - in->len, 0);
         if (r > 0) {
             in->len += (size_t)r;
-            continue;
+            return (int)(r > INT32_MAX ? INT32_MAX : r);
         }
         if (r == 0)
             return in->len > c->start ? TK_CTL_EPARTIAL : TK_CTL_ECLOSED;
         switch (errno) {
         case EINTR:
             continue;
-        case EAGAIN: {
-            int rc = wait_for(c, c->fd, POLLIN, 0);
-            if (rc < 0)
-                return rc;
-            continue;
-        }
+        case EAGAIN:
+            return 0;
         case ECONNRESET:
             c->err = errno;
             return in->len > c->start ? TK_CTL_EPARTIAL : TK_CTL_ECLOSED;
@@ -234,6 +233,48 @@ int tk__ctl_conn_read_line(tk_ctl_conn_t *c, const char **line, size_t *len)
             return TK_CTL_EIO;
         }
     }
+}
+
+int tk__ctl_conn_read_line(tk_ctl_conn_t *c, const char **line, size_t *len)
+{
+    for (;;) {
+        if (tk__ctl_conn_take_line(c, line, len))
+            return 0;
+        int rc = tk__ctl_conn_recv(c);
+        if (rc > 0)
+            continue;
+        if (rc < 0)
+            return rc;
+        rc = wait_for(c, c->fd, POLLIN, 0);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+long tk__ctl_conn_send_now(tk_ctl_conn_t *c, const char *p, size_t n)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = send(c->fd, p + off, n - off, MSG_NOSIGNAL);
+        if (w >= 0) {
+            off += (size_t)w;
+            continue;
+        }
+        switch (errno) {
+        case EINTR:
+            continue;
+        case EAGAIN:
+            return (long)off;
+        case EPIPE:
+        case ECONNRESET:
+            c->err = errno;
+            return TK_CTL_ECLOSED;
+        default:
+            c->err = errno;
+            return TK_CTL_EIO;
+        }
+    }
+    return (long)off;
 }
 
 void tk__ctl_conn_close(tk_ctl_conn_t *c)

@@ -1,8 +1,11 @@
 /*
  * tickctl.c - the command-line client of tickd: one JSON-RPC request per
- * invocation over the control socket, or a stream of event notifications.
+ * invocation over the control socket, a batch, a script of requests read
+ * from stdin, or a stream of event notifications.
  *
  *   tickctl [OPTIONS] METHOD [JSON-PARAMS | key=value ...]
+ *   tickctl [OPTIONS] '[{"method":M, "params":{...}}, ...]'
+ *   tickctl [OPTIONS] -
  *   tickctl [OPTIONS] stats
  *   tickctl [OPTIONS] --watch TOPIC[,TOPIC...]
  *
@@ -20,14 +23,20 @@
  * notification as one compact JSON line, flushed, until SIGINT/SIGTERM
  * (exit 0) or until tickd closes the connection (exit 1).
  *
+ * A JSON array in place of METHOD is sent as one JSON-RPC batch, and `-`
+ * reads requests from stdin, one per line, pipelined over one connection
+ * (script.c); both print every answer in the order of the requests, with
+ * the statuses above (1 if any answer is an error).
+ *
  * For people (human.c): `stats` sends engine.stats and prints one summary
  * line (--json/--compact: the JSON); --watch prints stats events as a table
  * when stdout is a terminal or with --table, JSON lines otherwise, so
- * scripts reading a pipe see what they always saw.
+ * scripts reading a pipe see what they always saw.  An unknown method or
+ * parameter name gets a "did you mean" from the table below (suggest.c).
  *
- * What it deliberately does not do: know parameter names or types (tickd
- * validates them and answers -32602, which is printed), retry, reconnect, or
- * send batches.
+ * What it deliberately does not do: check parameter names or types before
+ * sending (tickd validates them and answers -32602, which is printed; tickd
+ * may be newer than tickctl), retry, or reconnect.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -42,22 +51,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/sockpath.h"
 #include "tickctl_int.h"
 #include "tickd/tickd.h" /* TICKD_VERSION only: tickctl does not link libtickd */
 
-#define DEFAULT_LOCAL_SOCKET "run/tickd.sock"
-#define DEFAULT_SYSTEM_SOCKET "/run/tickd/tickd.sock"
-#define DEFAULT_ACTIVATED_SOCKET "/run/tickd.sock" /* systemd/tickd.socket */
-#define PRETTY_INDENT 2 /* spaces per nesting level of the printed result */
 
-/* One method of PROTOCOL.md, for --help. */
-typedef struct method_help {
-    const char *name;   /* "entity.spawn" */
-    const char *params; /* parameter names, [optional] ones in brackets */
-    const char *desc;   /* one line: what it does and returns */
-} method_help_t;
-
-static const method_help_t methods[] = {
+/*
+ * Every method tickd answers (src/daemon/methods.c), for --help and for "did
+ * you mean" (suggest.c takes the parameter names from `params`): keep it in
+ * step with the daemon; test_tickctl.c checks it against engine.info.
+ */
+static const tk_ctl_method_t methods[] = {
     {"engine.info", "", "daemon name, version, protocol, methods, entity classes"},
     {"engine.stats", "", "frame, tps, mspt percentiles, group times, counters"},
     {"engine.set_tick_rate", "hz", "set the max tick rate in Hz (0 = unlimited)"},
@@ -84,12 +88,15 @@ static const method_help_t methods[] = {
      "class [level count tick components prerequisites props\n"
      "               time_dilation life_span]",
      "spawn entities; returns ids (or first and count when count > 1000)"},
-    {"entity.destroy", "ids", "destroy entities; returns how many"},
+    {"entity.destroy", "ids | first count level class",
+     "destroy entities by ids, or by selectors (first and count, level, class;\n"
+     "      combined: those matching all); returns how many"},
     {"entity.get", "id", "class, level, props, tick report, components, prerequisites"},
     {"entity.list", "[level class offset limit]", "ids of entities, filtered, paged"},
     {"entity.set_props", "id props", "set an entity's props"},
-    {"tick.set", "id [component ids <tick spec fields>]",
-     "change tick functions from the next frame"},
+    {"tick.set", "id [component] | ids | first count level class, <tick spec fields>",
+     "change tick functions from the next frame (selectors: the actor ticks\n"
+     "      of the selected entities; answers updated)"},
     {"tick.add_prerequisite", "id [component] prerequisite",
      "make a tick function wait for another (prerequisite: {id, component?})"},
     {"tick.remove_prerequisite", "id [component] prerequisite",
@@ -105,7 +112,7 @@ static const method_help_t methods[] = {
     {"timer.list", "[offset] [limit]", "timers, a page at a time (default 100)"},
     {"tickable.add", "class [tick_type when_paused props]",
      "add a tickable object (always, conditional, never); returns id"},
-    {"tickable.set", "id [enabled when_paused]", "change a tickable"},
+    {"tickable.set", "id [enabled when_paused tick_type]", "change a tickable"},
     {"tickable.remove", "id", "remove a tickable"},
     {"tickable.get", "id", "class, tick_type, enabled, ticks, last_frame, accum_dt"},
     {"tickable.list", "[offset] [limit]", "tickables, a page at a time (tickd extension)"},
@@ -113,6 +120,16 @@ static const method_help_t methods[] = {
      "receive event notifications on this connection (see --watch)"},
     {"events.unsubscribe", "[topics]", "stop receiving notifications"},
 };
+
+const tk_ctl_method_t *tk__ctl_methods(size_t *n)
+{
+    *n = sizeof methods / sizeof methods[0];
+    return methods;
+}
+
+const char *const tk__ctl_tick_fields[] = {
+    "group",  "end_group", "interval",         "enabled",    "even_when_paused",
+    "high_priority", "batch", "on_dedicated_server", "any_thread", NULL};
 
 /* Topics of events.subscribe, for --watch. */
 static const char *const topics[] = {"frame", "stats", "overrun", "slow_tick", "log",
@@ -127,6 +144,8 @@ typedef struct ctl_opts {
     bool json;          /* --json: JSON even where people get text */
     bool table;         /* --table: the stats table even on a pipe */
     bool summary;       /* the `stats` command: engine.stats, one line */
+    bool batch;         /* METHOD is a JSON array: one batch */
+    bool script;        /* METHOD is "-": requests from stdin */
     json_t *id;         /* request id, owned: integer or string */
     const char *method; /* METHOD (NULL with --watch) */
     int nargs;          /* parameter arguments after METHOD */
@@ -157,63 +176,49 @@ __attribute__((noreturn, format(printf, 1, 2))) static void usage_error(const ch
     exit(TK_CTL_EXIT_USAGE);
 }
 
-/* Print "tickctl: MSG" on stderr. */
-__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("tickctl: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-/*
- * Write `n` bytes to stdout and flush them.  A closed pipe (EPIPE, seen only
- * when SIGPIPE is blocked by the parent) ends tickctl quietly with status 1;
- * any other write error (a full disk, /dev/full) is reported, status 1.
- */
-static void emit(const char *p, size_t n)
-{
-    if (fwrite(p, 1, n, stdout) == n && fflush(stdout) == 0)
-        return;
-    if (errno == EPIPE)
-        exit(TK_CTL_EXIT_FAIL);
-    say("writing to stdout: %s", strerror(errno));
-    exit(TK_CTL_EXIT_FAIL);
-}
-
 static void print_help(void)
 {
     printf("Usage: tickctl [OPTIONS] METHOD [JSON-PARAMS | key=value ...]\n"
+           "       tickctl [OPTIONS] '[{\"method\":METHOD, \"params\":{...}}, ...]'\n"
+           "       tickctl [OPTIONS] -\n"
            "       tickctl [OPTIONS] stats\n"
            "       tickctl [OPTIONS] --watch TOPIC[,TOPIC...]\n"
            "       tickctl [-s PATH] top [-n N] [--once] [--rows R]\n"
            "       tickctl [-s PATH] trace [--frames N] [-o FILE]\n"
            "\n"
            "Send one JSON-RPC request to tickd over its control socket and print "
-           "the\nresult as JSON on stdout.\n"
+           "the\nresult as JSON on stdout.  A JSON array instead of METHOD is sent "
+           "as one\nbatch (ids numbered by tickctl where absent); - reads requests "
+           "from stdin,\none a line (a request object, a batch array, or METHOD "
+           "and its parameters\nas on this command line; # starts a comment), "
+           "and sends them over one\nconnection without waiting for answers.  "
+           "Either way every answer is printed\nin the order of the requests: "
+           "results on stdout, errors on stderr.\n"
            "\n"
            "Options:\n"
            "  -s, --socket PATH     tickd's socket; default: $TICKD_SOCKET, else\n"
-           "                        " DEFAULT_LOCAL_SOCKET " if it exists, else "
-           DEFAULT_SYSTEM_SOCKET "\n"
+           "                        " TK_SOCKPATH_LOCAL " if it exists, else "
+           TK_SOCKPATH_ACTIVATED " if it\n"
+           "                        exists (socket activation), else "
+           TK_SOCKPATH_SYSTEM "\n"
            "      --watch TOPICS    subscribe to comma-separated event topics and "
            "print\n"
            "                        each notification as one JSON line until "
            "interrupted\n"
            "      --timeout SECONDS give up waiting after SECONDS (default 0: "
            "forever);\n"
-           "                        with --watch it bounds connecting and "
-           "subscribing\n"
-           "      --compact         print the result as one line of compact JSON\n"
+           "                        a batch or - gets SECONDS for all its answers, "
+           "--watch\n"
+           "                        for connecting and subscribing\n"
+           "      --compact         print each result as one line of compact JSON\n"
            "      --json            stats: print engine.stats as JSON, not the "
            "summary;\n"
            "                        --watch: JSON lines even on a terminal\n"
            "      --table           --watch stats: a table even on a pipe (default "
            "on a\n"
            "                        terminal; JSON lines on a pipe)\n"
-           "      --id VALUE        request id, an integer or a string (default 1)\n"
+           "      --id VALUE        request id, an integer or a string (default 1;\n"
+           "                        not with a batch or -)\n"
            "  -h, --help            print this help and exit\n"
            "      --version         print the version and exit\n"
            "\n"
@@ -253,11 +258,16 @@ static void print_help(void)
         printf("%s%s", i ? ", " : "", topics[i]);
     printf(".\n"
            "\n"
-           "Exit status: 0 success (--watch: stopped by SIGINT or SIGTERM); 1 "
-           "error\n"
-           "response, malformed or missing response, timeout, connection lost; "
-           "2 usage\n"
-           "error or socket cannot be connected.\n"
+           "Exit status: 0 success (--watch: stopped by SIGINT or SIGTERM; a "
+           "batch or -:\n"
+           "every answer a result); 1 an error response (any, in a batch or -), "
+           "malformed\n"
+           "or missing response, timeout, connection lost; 2 usage error (in -: a "
+           "line that\n"
+           "is not a request; it and what follows are not sent) or socket cannot "
+           "be\n"
+           "connected.  An unknown method or parameter gets a \"did you mean\" on "
+           "stderr.\n"
            "\n"
            "Examples:\n"
            "  tickctl engine.info\n"
@@ -271,32 +281,14 @@ static void print_help(void)
            "  tickctl stats\n"
            "  tickctl --compact engine.stats\n"
            "  tickctl --watch stats\n"
-           "  tickctl -s /tmp/tickd.sock --watch overrun,slow_tick\n");
+           "  tickctl -s /tmp/tickd.sock --watch overrun,slow_tick\n"
+           "  tickctl '[{\"method\":\"world.trace\",\"params\":{\"frames\":2}},\n"
+           "            {\"method\":\"world.step\",\"params\":{\"frames\":2}}]'\n"
+           "  printf 'world.pause\\nentity.spawn class=counter count=10\\n' | "
+           "tickctl -\n");
 }
 
 /* ---- command line -------------------------------------------------------- */
-
-/*
- * The socket path: --socket, else $TICKD_SOCKET, else run/tickd.sock when it
- * exists in the working directory, else /run/tickd.sock (systemd socket
- * activation) when it exists, else /run/tickd/tickd.sock.  "Exists"
- * means stat() does not say ENOENT/ENOTDIR, so an unreadable run/ directory
- * still names run/tickd.sock and connect reports the real error.
- */
-static const char *resolve_socket(const char *opt)
-{
-    if (opt)
-        return opt;
-    const char *env = getenv("TICKD_SOCKET");
-    if (env && env[0])
-        return env;
-    struct stat st;
-    if (stat(DEFAULT_LOCAL_SOCKET, &st) == 0 || (errno != ENOENT && errno != ENOTDIR))
-        return DEFAULT_LOCAL_SOCKET;
-    if (stat(DEFAULT_ACTIVATED_SOCKET, &st) == 0)
-        return DEFAULT_ACTIVATED_SOCKET;
-    return DEFAULT_SYSTEM_SOCKET;
-}
 
 /*
  * The option text at fault after getopt_long returned '?' or ':'.  An
@@ -401,6 +393,17 @@ static void parse_args(int argc, char *argv[], ctl_opts_t *o)
             usage_error("METHOD is not valid UTF-8");
         o->nargs = argc - optind - 1;
         o->args = argv + optind + 1;
+        if (!strcmp(o->method, "-") || o->method[strspn(o->method, " \t\n")] == '[') {
+            o->script = o->method[0] == '-';
+            o->batch = !o->script;
+            if (o->nargs)
+                usage_error("%s takes no parameters (got '%s')",
+                            o->script ? "-" : "a batch", o->args[0]);
+            if (id_text)
+                usage_error("--id does not apply to %s: tickctl numbers the requests "
+                            "that have no \"id\"",
+                            o->script ? "-" : "a batch");
+        }
         if (!strcmp(o->method, "stats")) {
             if (o->nargs)
                 usage_error("stats takes no parameters (got '%s')", o->args[0]);
@@ -425,7 +428,7 @@ static void parse_args(int argc, char *argv[], ctl_opts_t *o)
         if (!o->id)
             tk__ctl_oom();
     }
-    o->socket = resolve_socket(socket_opt);
+    o->socket = tk__sockpath_resolve(socket_opt);
 }
 
 /*
@@ -482,154 +485,67 @@ static void build_request(tk_ctl_buf_t *out, json_t *id, const char *method,
     json_decref(req);
 }
 
-typedef enum msg_kind {
-    MSG_MALFORMED,    /* not a JSON-RPC 2.0 response or notification */
-    MSG_RESULT,       /* response with "result" */
-    MSG_ERROR,        /* response with a well-formed "error" */
-    MSG_NOTIFICATION, /* "method" and no "id" */
-} msg_kind_t;
-
 /*
- * Classify one received line.  *msg receives the parsed value (caller owns
- * it; NULL when the line is not JSON), and for MSG_MALFORMED *why a heap
- * sentence (caller frees).
+ * Parse and classify one received line.  *msg receives the parsed value
+ * (caller owns it; NULL when the line is not JSON), and for
+ * TK_CTL_MSG_MALFORMED *why a heap sentence (caller frees).
  */
-static msg_kind_t parse_message(const char *line, size_t len, json_t **msg, char **why)
+static tk_ctl_msg_kind_t parse_message(const char *line, size_t len, json_t **msg, char **why)
 {
     json_error_t jerr;
     *msg = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
     if (!*msg) {
         *why = tk__ctl_strf("not JSON (column %d: %s)", jerr.column, jerr.text);
-        return MSG_MALFORMED;
+        return TK_CTL_MSG_MALFORMED;
     }
-    const json_t *m = *msg;
-    if (!json_is_object(m)) {
-        *why = tk__ctl_strf("not a JSON object");
-        return MSG_MALFORMED;
-    }
-    const json_t *ver = json_object_get(m, "jsonrpc");
-    if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
-        *why = tk__ctl_strf("\"jsonrpc\" is not \"2.0\"");
-        return MSG_MALFORMED;
-    }
-    if (json_is_string(json_object_get(m, "method")) && !json_object_get(m, "id"))
-        return MSG_NOTIFICATION;
-    const json_t *res = json_object_get(m, "result");
-    const json_t *err = json_object_get(m, "error");
-    if (!json_object_get(m, "id") || (res != NULL) == (err != NULL)) {
-        *why = tk__ctl_strf("a response needs \"id\" and one of \"result\" and "
-                            "\"error\"");
-        return MSG_MALFORMED;
-    }
-    if (res)
-        return MSG_RESULT;
-    if (!json_is_object(err) || !json_is_integer(json_object_get(err, "code")) ||
-        !json_is_string(json_object_get(err, "message"))) {
-        *why = tk__ctl_strf("\"error\" needs an integer \"code\" and a string "
-                            "\"message\"");
-        return MSG_MALFORMED;
-    }
-    return MSG_ERROR;
+    return tk__ctl_msg_classify(*msg, why);
 }
 
-/* Print an error response as "tickctl: error CODE: MESSAGE" and error.data
- * pretty-printed on the lines after it, all on stderr. */
-static void print_error_response(const json_t *msg)
+/* An error response of the one request, "did you mean" included. */
+static void print_error_response(const json_t *msg, const char *method)
 {
-    const json_t *err = json_object_get(msg, "error");
-    const json_t *jm = json_object_get(err, "message");
-    fprintf(stderr, "tickctl: error %" JSON_INTEGER_FORMAT ": ",
-            json_integer_value(json_object_get(err, "code")));
-    fwrite(json_string_value(jm), 1, json_string_length(jm), stderr);
-    fputc('\n', stderr);
-    const json_t *data = json_object_get(err, "data");
-    if (data) {
-        tk_ctl_buf_t b = {0};
-        tk__ctl_json_append(&b, data, PRETTY_INDENT);
-        tk__ctl_buf_putc(&b, '\n');
-        fwrite(b.data, 1, b.len, stderr);
-        tk__ctl_buf_free(&b);
-    }
-    fflush(stderr);
-}
-
-/* Message and exit status for a failed connect/send/read (rc < 0), or -1
- * for TK_CTL_ESTOPPED, which is not a failure.  `what` names the step. */
-static int report_conn_error(const ctl_opts_t *o, const tk_ctl_conn_t *c, int rc,
-                             const char *what)
-{
-    switch (rc) {
-    case TK_CTL_ECONNECT:
-        if (c->err == ENAMETOOLONG)
-            say("cannot connect to tickd at %s: socket path longer than %zu bytes",
-                o->socket, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-        else
-            say("cannot connect to tickd at %s: %s%s", o->socket, strerror(c->err),
-                c->err == ENOENT || c->err == ECONNREFUSED
-                    ? " (is tickd running? see --socket, TICKD_SOCKET)"
-                    : "");
-        return TK_CTL_EXIT_USAGE;
-    case TK_CTL_ETIMEDOUT:
-        say("timed out after %g s %s tickd at %s", o->timeout, what, o->socket);
-        return TK_CTL_EXIT_FAIL;
-    case TK_CTL_ESTOPPED:
-        return -1;
-    case TK_CTL_ECLOSED:
-        say("tickd at %s closed the connection without a response", o->socket);
-        return TK_CTL_EXIT_FAIL;
-    case TK_CTL_EPARTIAL:
-        say("tickd at %s closed the connection in the middle of a message",
-            o->socket);
-        return TK_CTL_EXIT_FAIL;
-    case TK_CTL_ETOOLONG:
-        say("message from tickd at %s is longer than %zu bytes", o->socket,
-            TK_CTL_MAX_LINE);
-        return TK_CTL_EXIT_FAIL;
-    default:
-        say("%s tickd at %s: %s", what, o->socket, strerror(c->err));
-        return TK_CTL_EXIT_FAIL;
-    }
+    tk__ctl_print_error(msg, method, NULL);
 }
 
 /*
  * Connect, send `req`, and read lines until the response: empty lines and
  * notifications before it are skipped (none are expected before a
  * subscription).  Returns 0 with *msg (caller owns) of kind *kind
- * (MSG_RESULT or MSG_ERROR), or an exit status (-1: stopped by a signal).
+ * (TK_CTL_MSG_RESULT or TK_CTL_MSG_ERROR), or an exit status (-1: stopped by a signal).
  */
 static int exchange(const ctl_opts_t *o, tk_ctl_conn_t *c, const tk_ctl_buf_t *req,
-                    json_t **msg, msg_kind_t *kind)
+                    json_t **msg, tk_ctl_msg_kind_t *kind)
 {
     int rc = tk__ctl_conn_open(c, o->socket);
     if (rc < 0)
-        return report_conn_error(o, c, rc, "connecting to");
+        return tk__ctl_conn_error(o->socket, o->timeout, c, rc, "connecting to");
     rc = tk__ctl_conn_send(c, req->data, req->len);
     /* ECLOSED: tickd may have answered (e.g. -32003, line too long) and
      * closed; read what it left. */
     if (rc < 0 && rc != TK_CTL_ECLOSED)
-        return report_conn_error(o, c, rc, "sending to");
+        return tk__ctl_conn_error(o->socket, o->timeout, c, rc, "sending to");
     for (;;) {
         const char *line;
         size_t len;
         rc = tk__ctl_conn_read_line(c, &line, &len);
         if (rc < 0)
-            return report_conn_error(o, c, rc, "waiting for");
+            return tk__ctl_conn_error(o->socket, o->timeout, c, rc, "waiting for");
         if (len == 0)
             continue;
         char *why = NULL;
         *kind = parse_message(line, len, msg, &why);
-        if (*kind == MSG_NOTIFICATION) {
+        if (*kind == TK_CTL_MSG_NOTIFICATION) {
             json_decref(*msg);
             continue;
         }
-        if (*kind == MSG_MALFORMED) {
-            say("malformed response from tickd at %s: %s", o->socket, why);
+        if (*kind == TK_CTL_MSG_MALFORMED) {
+            tk__ctl_say("malformed response from tickd at %s: %s", o->socket, why);
             free(why);
             json_decref(*msg);
             return TK_CTL_EXIT_FAIL;
         }
-        if (*kind == MSG_RESULT && !json_equal(json_object_get(*msg, "id"), o->id)) {
-            say("response from tickd at %s has an id other than the request's",
+        if (*kind == TK_CTL_MSG_RESULT && !json_equal(json_object_get(*msg, "id"), o->id)) {
+            tk__ctl_say("response from tickd at %s has an id other than the request's",
                 o->socket);
             json_decref(*msg);
             return TK_CTL_EXIT_FAIL;
@@ -656,15 +572,15 @@ static int run_request(const ctl_opts_t *o)
     if (o->timeout > 0)
         c.deadline_ns = tk__ctl_now_ns() + (uint64_t)(o->timeout * 1e9) + 1;
     json_t *msg = NULL;
-    msg_kind_t kind = MSG_MALFORMED;
+    tk_ctl_msg_kind_t kind = TK_CTL_MSG_MALFORMED;
     int rc = exchange(o, &c, &req, &msg, &kind);
     tk__ctl_conn_close(&c);
     tk__ctl_buf_free(&req);
     if (rc != 0)
         return rc < 0 ? TK_CTL_EXIT_FAIL : rc;
 
-    if (kind == MSG_ERROR) {
-        print_error_response(msg);
+    if (kind == TK_CTL_MSG_ERROR) {
+        print_error_response(msg, o->method);
         json_decref(msg);
         return TK_CTL_EXIT_FAIL;
     }
@@ -673,11 +589,11 @@ static int run_request(const ctl_opts_t *o)
         tk__ctl_stats_line(&out, json_object_get(msg, "result"));
     } else {
         tk__ctl_json_append(&out, json_object_get(msg, "result"),
-                            o->compact ? 0 : PRETTY_INDENT);
+                            o->compact ? 0 : TK_CTL_PRETTY_INDENT);
         tk__ctl_buf_putc(&out, '\n');
     }
     json_decref(msg);
-    emit(out.data, out.len);
+    tk__ctl_emit(out.data, out.len);
     tk__ctl_buf_free(&out);
     return TK_CTL_EXIT_OK;
 }
@@ -701,13 +617,13 @@ static void catch_stop_signals(sigset_t *waitmask)
         sa.sa_handler = on_stop_signal;
         sigemptyset(&sa.sa_mask);
         if (sigaction(sigs[i], &sa, NULL) < 0) {
-            say("sigaction: %s", strerror(errno));
+            tk__ctl_say("sigaction: %s", strerror(errno));
             exit(TK_CTL_EXIT_FAIL);
         }
         sigaddset(&block, sigs[i]);
     }
     if (sigprocmask(SIG_BLOCK, &block, waitmask) < 0) {
-        say("sigprocmask: %s", strerror(errno));
+        tk__ctl_say("sigprocmask: %s", strerror(errno));
         exit(TK_CTL_EXIT_FAIL);
     }
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
@@ -724,7 +640,7 @@ static void print_notification(json_t *msg, tk_ctl_buf_t *out)
     out->len = 0;
     tk__ctl_json_append(out, msg, 0);
     tk__ctl_buf_putc(out, '\n');
-    emit(out->data, out->len);
+    tk__ctl_emit(out->data, out->len);
 }
 
 /* --watch: subscribe, then print notifications until a signal (exit 0) or
@@ -747,15 +663,15 @@ static int run_watch(const ctl_opts_t *o)
         c.deadline_ns = tk__ctl_now_ns() + (uint64_t)(o->timeout * 1e9) + 1;
 
     json_t *msg = NULL;
-    msg_kind_t kind = MSG_MALFORMED;
+    tk_ctl_msg_kind_t kind = TK_CTL_MSG_MALFORMED;
     int rc = exchange(o, &c, &req, &msg, &kind);
     tk__ctl_buf_free(&req);
     if (rc != 0) {
         tk__ctl_conn_close(&c);
         return rc < 0 ? TK_CTL_EXIT_OK : rc;
     }
-    if (kind == MSG_ERROR) {
-        print_error_response(msg);
+    if (kind == TK_CTL_MSG_ERROR) {
+        print_error_response(msg, "events.subscribe");
         json_decref(msg);
         tk__ctl_conn_close(&c);
         return TK_CTL_EXIT_FAIL;
@@ -775,10 +691,10 @@ static int run_watch(const ctl_opts_t *o)
         rc = tk__ctl_conn_read_line(&c, &line, &len);
         if (rc < 0) {
             if (rc == TK_CTL_ECLOSED) {
-                say("tickd at %s closed the connection", o->socket);
+                tk__ctl_say("tickd at %s closed the connection", o->socket);
                 status = TK_CTL_EXIT_FAIL;
             } else {
-                status = report_conn_error(o, &c, rc, "reading from");
+                status = tk__ctl_conn_error(o->socket, o->timeout, &c, rc, "reading from");
                 if (status < 0)
                     status = TK_CTL_EXIT_OK;
             }
@@ -788,34 +704,34 @@ static int run_watch(const ctl_opts_t *o)
             continue;
         char *why = NULL;
         kind = parse_message(line, len, &msg, &why);
-        if (kind == MSG_NOTIFICATION && table &&
+        if (kind == TK_CTL_MSG_NOTIFICATION && table &&
             !strcmp(json_string_value(json_object_get(msg, "method")), "event.stats")) {
             out.len = 0;
             tk__ctl_stats_row(&out, json_object_get(msg, "params"), rows++);
-            emit(out.data, out.len);
+            tk__ctl_emit(out.data, out.len);
             json_decref(msg);
             continue;
         }
-        if (kind == MSG_NOTIFICATION) {
+        if (kind == TK_CTL_MSG_NOTIFICATION) {
             print_notification(msg, &out);
             json_decref(msg);
             continue;
         }
-        if (kind == MSG_ERROR) {
-            print_error_response(msg);
+        if (kind == TK_CTL_MSG_ERROR) {
+            print_error_response(msg, NULL);
             json_decref(msg);
             status = TK_CTL_EXIT_FAIL;
             break;
         }
-        if (kind == MSG_MALFORMED) {
-            say("malformed message from tickd at %s: %s", o->socket, why);
+        if (kind == TK_CTL_MSG_MALFORMED) {
+            tk__ctl_say("malformed message from tickd at %s: %s", o->socket, why);
             free(why);
             json_decref(msg);
             status = TK_CTL_EXIT_FAIL;
             break;
         }
         /* A result for a request we did not send: not ours to print. */
-        say("ignoring an unexpected response from tickd at %s", o->socket);
+        tk__ctl_say("ignoring an unexpected response from tickd at %s", o->socket);
         json_decref(msg);
     }
     tk__ctl_buf_free(&out);
@@ -832,18 +748,22 @@ int main(int argc, char *argv[])
     sigaddset(&pipe_set, SIGPIPE);
     if (signal(SIGPIPE, SIG_DFL) == SIG_ERR ||
         sigprocmask(SIG_UNBLOCK, &pipe_set, NULL) < 0) {
-        say("cannot restore SIGPIPE: %s", strerror(errno));
+        tk__ctl_say("cannot restore SIGPIPE: %s", strerror(errno));
         return TK_CTL_EXIT_FAIL;
     }
 
     /* Commands for people, with options of their own (top.c, trace.c). */
-    int sub = tk__ctl_subcommand(argc, argv, resolve_socket);
+    int sub = tk__ctl_subcommand(argc, argv, tk__sockpath_resolve);
     if (sub >= 0)
         return sub;
 
     ctl_opts_t o;
     parse_args(argc, argv, &o);
-    int status = o.watch ? run_watch(&o) : run_request(&o);
+    tk_ctl_session_t session = {o.socket, o.timeout, o.compact};
+    int status = o.watch    ? run_watch(&o)
+                 : o.batch  ? tk__ctl_run_batch(&session, o.method)
+                 : o.script ? tk__ctl_run_script(&session)
+                            : run_request(&o);
     json_decref(o.id);
     return status;
 }

@@ -10,7 +10,12 @@
  *   jsonout.c  JSON text, pretty or compact, in the order the keys arrived
  *   human.c    the summary line of `stats` and the --watch stats table
  *   conn.c     the Unix stream socket: connect, send, read one line at a time
- *   tickctl.c  options, --help, one request, --watch
+ *   reply.c    responses: classify, print results and errors
+ *   suggest.c  "did you mean" for unknown methods and parameters
+ *   script.c   batches on the command line and scripts on stdin (`-`)
+ *   tickctl.c  options, --help and the method table, one request, --watch
+ *   top.c, trace.c  the commands for people
+ *   ../common/sockpath.c  the default socket, shared with tickd-load
  *
  * Exit statuses (the command line is part of the protocol contract):
  * 0 success, 1 failure reported by or about tickd, 2 usage error or the
@@ -176,8 +181,139 @@ int tk__ctl_conn_send(tk_ctl_conn_t *c, const char *p, size_t n);
  */
 int tk__ctl_conn_read_line(tk_ctl_conn_t *c, const char **line, size_t *len);
 
+/*
+ * The pieces of tk__ctl_conn_read_line for callers that wait themselves
+ * (script.c polls the socket and stdin together):
+ * tk__ctl_conn_take_line returns 1 with the next complete line already
+ * received (as tk__ctl_conn_read_line), else 0 without reading;
+ * tk__ctl_conn_recv reads once without waiting and returns the bytes read
+ * (> 0), 0 when nothing is there yet, or TK_CTL_ECLOSED, TK_CTL_EPARTIAL,
+ * TK_CTL_ETOOLONG or TK_CTL_EIO.
+ */
+int tk__ctl_conn_take_line(tk_ctl_conn_t *c, const char **line, size_t *len);
+int tk__ctl_conn_recv(tk_ctl_conn_t *c);
+
+/* Send what the socket takes now of the `n` bytes at `p`, without waiting:
+ * the bytes sent (0..n), or TK_CTL_ECLOSED or TK_CTL_EIO.  Never raises
+ * SIGPIPE. */
+long tk__ctl_conn_send_now(tk_ctl_conn_t *c, const char *p, size_t n);
+
 /* Close the socket and free the buffer; safe on a closed or failed conn. */
 void tk__ctl_conn_close(tk_ctl_conn_t *c);
+
+/* ---- reply.c: messages from tickd and how they are shown ----------------- */
+
+#define TK_CTL_PRETTY_INDENT 2 /* spaces per nesting level of a printed result */
+
+typedef enum tk_ctl_msg_kind {
+    TK_CTL_MSG_MALFORMED,    /* not a JSON-RPC 2.0 response or notification */
+    TK_CTL_MSG_RESULT,       /* response with "result" */
+    TK_CTL_MSG_ERROR,        /* response with a well-formed "error" */
+    TK_CTL_MSG_NOTIFICATION, /* "method" and no "id" */
+} tk_ctl_msg_kind_t;
+
+/*
+ * Classify one parsed message (borrowed).  For TK_CTL_MSG_MALFORMED, *why
+ * receives a heap sentence (caller frees).  A batch answer is an array of
+ * such messages: classify each member.
+ */
+tk_ctl_msg_kind_t tk__ctl_msg_classify(const json_t *m, char **why);
+
+/* Print "tickctl: MSG" on stderr. */
+void tk__ctl_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Write `n` bytes to stdout and flush them.  A closed pipe ends tickctl
+ * quietly with status 1; any other write error is reported, status 1.
+ */
+void tk__ctl_emit(const char *p, size_t n);
+
+/* Print a result as pretty JSON (`compact`: one line) and a newline. */
+void tk__ctl_print_result(const json_t *result, bool compact);
+
+/*
+ * Print an error response (borrowed) on stderr as
+ * "tickctl: [WHERE: ]error CODE: MESSAGE", error.data pretty-printed on the
+ * lines after it, then a "did you mean" line when the error names an
+ * unknown method or parameter close to one tickctl knows (suggest.c).
+ * `method` is the method the request named (NULL: unknown); `where` locates
+ * the request in a batch or script ("line 3", NULL: nothing).
+ */
+void tk__ctl_print_error(const json_t *msg, const char *method, const char *where);
+
+/*
+ * Report a failed connect/send/read (rc < 0 from conn.c) for the socket
+ * `socket`; `what` names the step ("connecting to", "waiting for") and
+ * `timeout` is --timeout (s).  Returns the exit status, or -1 for
+ * TK_CTL_ESTOPPED, which is not a failure.
+ */
+int tk__ctl_conn_error(const char *socket, double timeout, const tk_ctl_conn_t *c, int rc,
+                       const char *what);
+
+/* ---- tickctl.c: what tickctl knows of the protocol ------------------------ */
+
+/* One method of PROTOCOL.md, for --help and for "did you mean". */
+typedef struct tk_ctl_method {
+    const char *name;   /* "entity.spawn" */
+    const char *params; /* parameter names, [optional] ones in brackets;
+                           "<tick spec fields>" stands for those fields */
+    const char *desc;   /* one line: what it does and returns */
+} tk_ctl_method_t;
+
+/* The table of every method tickd answers (--help lists it); `*n` receives
+ * its length. */
+const tk_ctl_method_t *tk__ctl_methods(size_t *n);
+/* The fields of a tick spec (NULL-terminated). */
+extern const char *const tk__ctl_tick_fields[];
+
+/* ---- suggest.c: "did you mean" --------------------------------------------- */
+
+/*
+ * The known name closest to `word` among `cands` (n names), by edit
+ * distance with adjacent transpositions counted as one edit (so "levl",
+ * "lveel" and "leve" all suggest "level"), when it is close enough to be a
+ * typo: at most 1 edit for names of up to 4 characters, 2 up to 8, else 3.
+ * Returns a heap string naming the best (or the equally good ones, "'a' or
+ * 'b'"), or NULL when nothing is close.  Caller frees.
+ */
+char *tk__ctl_closest(const char *word, const char *const *cands, size_t n);
+
+/* A "did you mean" for an unknown method (also matching "spawn" to
+ * "entity.spawn"): heap string "'entity.spawn'" or NULL. */
+char *tk__ctl_suggest_method(const char *name);
+
+/*
+ * A "did you mean" for the unknown parameter at `path` ("levl",
+ * "tick.grup", "components[0].tick.grup", "action.parms") of a request to
+ * `method`: the path with its last name replaced by the closest known one,
+ * as a heap string, or NULL.
+ */
+char *tk__ctl_suggest_param(const char *method, const char *path);
+
+/* ---- script.c: batches and scripts ------------------------------------------ */
+
+/* How a batch or a script talks to tickd. */
+typedef struct tk_ctl_session {
+    const char *socket; /* control socket path */
+    double timeout;     /* s for the whole run; 0 = forever */
+    bool compact;       /* results on one line each */
+} tk_ctl_session_t;
+
+/*
+ * `tickctl '[{"method":...}, ...]'`: send the JSON array `text` as one
+ * JSON-RPC batch (ids numbered by tickctl where absent) and print each
+ * answer in the order of the requests.  A malformed array is a usage error
+ * reported before connecting.  Returns the exit status.
+ */
+int tk__ctl_run_batch(const tk_ctl_session_t *s, const char *text);
+
+/*
+ * `tickctl -`: read requests from standard input, one per line (a request
+ * object, a batch array, or METHOD [JSON-PARAMS | key=value ...]), send
+ * them over one connection as they come (pipelined) and print each answer in
+ * input order.  Returns the exit status.
+ */
+int tk__ctl_run_script(const tk_ctl_session_t *s);
 
 /* ---- top.c, trace.c: commands for people --------------------------------- */
 

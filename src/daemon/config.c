@@ -1165,6 +1165,12 @@ static const char *override_origin(const tkd_config *c,
     return NULL;
 }
 
+const char *tkd_config_origin(const tkd_config *c, const char *section, const char *name)
+{
+    const tkd_config_key *k = tkd_config_find(section, name);
+    return k ? override_origin(c, k) : NULL;
+}
+
 void tkd_config_foreach(const tkd_config *c, tkd_config_visit_fn fn, void *ud)
 {
     for (size_t i = 0; i < NKEYS; i++) {

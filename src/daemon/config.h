@@ -233,6 +233,14 @@ size_t tkd_config_format(const tkd_config *c, const tkd_config_key *key,
                          char *buf, size_t len);
 
 /*
+ * The origin of the command-line override that set section/name ("--set",
+ * "--tick-rate"), or NULL when the value comes from the file or the
+ * default (or the key is unknown).  Messages about a value (a plugin that
+ * does not load) name it, so a flag is never blamed on the file.
+ */
+const char *tkd_config_origin(const tkd_config *c, const char *section, const char *name);
+
+/*
  * Visit every key in table order with its canonical value and, when a
  * command-line override set it, that override's origin (else NULL).  Texts
  * are only valid during the call.

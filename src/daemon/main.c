@@ -165,7 +165,10 @@ int main(int argc, char **argv)
     if (check) {
         char perr[512];
         if (tkd_check_plugins(&d.cfg, perr, sizeof perr) != 0) {
-            fprintf(stderr, "tickd: %s: %s\n", config_path ? config_path : "(defaults)", perr);
+            /* Blame where the list came from: a flag, the file or the default. */
+            const char *origin = tkd_config_origin(&d.cfg, "plugins", "load");
+            fprintf(stderr, "tickd: %s: %s\n",
+                    origin ? origin : config_path ? config_path : "(defaults)", perr);
             tkd_config_free(&d.cfg);
             return 1;
         }

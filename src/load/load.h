@@ -357,7 +357,8 @@ typedef struct tk_load_method {
     char *name;         /* "entity.spawn" */
     uint64_t sent;      /* requests sent */
     uint64_t answered;  /* responses received */
-    uint64_t errors;    /* error responses */
+    uint64_t errors;    /* unexpected error responses */
+    uint64_t expected;  /* error responses the line expects ("expect": {"error"}) */
     tk_load_hist_t lat; /* ns from intended send to response */
 } tk_load_method_t;
 
@@ -382,7 +383,7 @@ typedef struct tk_load_row {
     uint64_t rss_bytes; /* daemon RSS at the event, bytes */
     uint64_t sent;      /* requests sent in the interval */
     uint64_t answered;  /* responses received in the interval */
-    uint64_t errors;    /* error responses in the interval */
+    uint64_t errors;    /* unexpected error responses in the interval */
     double lat_p50;     /* ms, responses of the interval (NAN: none) */
     double lat_p99;     /* ms */
 } tk_load_row_t;
@@ -411,7 +412,10 @@ typedef struct tk_load_result {
     /* requests */
     uint64_t sent;       /* requests sent */
     uint64_t answered;   /* responses received */
-    uint64_t errors;     /* error responses */
+    uint64_t errors;     /* unexpected error responses (what --slo errors counts,
+                            with the unanswered) */
+    uint64_t expected_errors; /* error responses with the code their line
+                                 expects ("expect": {"error": CODE}) */
     uint64_t unanswered; /* no response before the drain ended */
     uint64_t skipped;    /* not sent: a reference resolved to nothing */
     uint64_t not_sent;   /* scheduled after the end */
@@ -422,7 +426,9 @@ typedef struct tk_load_result {
     tk_load_method_t *methods;
     size_t nmethods;
     tk_load_code_t *codes;
-    size_t ncodes; /* sorted by code */
+    size_t ncodes;           /* sorted by code: unexpected errors, unanswered */
+    tk_load_code_t *xcodes;
+    size_t nxcodes;          /* sorted by code: the expected errors */
     /* tickd */
     uint64_t frames;            /* frames run during the run */
     double tps;                 /* frames / duration_s */

@@ -12,6 +12,7 @@
  * What it deliberately does not do: start or stop tickd (point it at a
  * running daemon), or retry a run.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -23,14 +24,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/sockpath.h"
 #include "load.h"
 #include "tickd/tickd.h" /* TICKD_VERSION only: tickd-load does not link libtickd */
 
-#define DEFAULT_LOCAL_SOCKET  "run/tickd.sock"
-#define DEFAULT_SYSTEM_SOCKET "/run/tickd/tickd.sock"
-#define DEFAULT_CONNECTIONS   4
-#define DEFAULT_DRAIN_S       10.0
-#define SCENARIO_DIR          "scripts/scenarios"
+#define DEFAULT_CONNECTIONS 4
+#define DEFAULT_DRAIN_S     10.0
+#define SOURCE_SCENARIOS    "scripts/scenarios" /* in a source tree */
+/* Where `make install` puts the shipped scenarios: $(PREFIX)/share/tickd/
+ * scenarios, compiled in by the Makefile. */
+#ifndef TICKD_SCENARIO_DIR
+#define TICKD_SCENARIO_DIR "/usr/local/share/tickd/scenarios"
+#endif
+#define MAX_SCENARIO_DIRS 4
 
 static volatile sig_atomic_t stop_flag;
 
@@ -52,11 +58,15 @@ static void usage(FILE *f)
           "tickd, open-loop over several connections, while recording tickd's TPS, MSPT,\n"
           "overruns, entity count and RSS; then report like redis-benchmark.\n"
           "\n"
-          "SCENARIO is a file, or the name of one in " SCENARIO_DIR "/ (e.g. churn).\n"
+          "SCENARIO is a file, or the name of a shipped one (e.g. churn), looked for\n"
+          "as NAME.jsonl in " SOURCE_SCENARIOS "/ of the working directory, in that of\n"
+          "the source tree holding this tickd-load (build/tickd-load), then in\n"
+          "  " TICKD_SCENARIO_DIR "/ (make install).\n"
           "\n"
           "  -s, --socket PATH       tickd's socket; default: $TICKD_SOCKET, else\n"
-          "                          " DEFAULT_LOCAL_SOCKET
-          " if it exists, else " DEFAULT_SYSTEM_SOCKET "\n"
+          "                          " TK_SOCKPATH_LOCAL " if it exists, else " TK_SOCKPATH_ACTIVATED "\n"
+          "                          if it exists (socket activation), else\n"
+          "                          " TK_SOCKPATH_SYSTEM "\n"
           "  -c, --connections N     request connections (default: the scenario's\n"
           "                          \"connections\", else 4); one more monitors\n"
           "  -d, --duration SECONDS  end the run then (default: the scenario's end line,\n"
@@ -66,7 +76,8 @@ static void usage(FILE *f)
           "      --drain SECONDS     wait this long for answers after the end (default 10)\n"
           "      --json FILE         write the full report as JSON\n"
           "      --csv FILE          write the per-second time series as CSV\n"
-          "      --svg FILE          write a chart of MSPT p50/p99 and entities over time\n"
+          "      --svg FILE          write a chart over time: MSPT p50/p99, TPS, request\n"
+          "                          latency p50/p99, entities and RSS\n"
           "      --slo LIST          comma-separated NAME=VALUE limits; exit 1 if one is\n"
           "                          broken, e.g. --slo mspt_p99=10,tps_min=59,errors=0\n"
           "  -q, --quiet             print one summary line (and failures), no progress\n"
@@ -78,7 +89,9 @@ static void usage(FILE *f)
           "  latency_p50 latency_p95 latency_p99 latency_max   ms per request\n"
           "  tps_min (min)   achieved frames per second over the run\n"
           "  rps_min (min)   requests answered per second\n"
-          "  errors          error responses + unanswered requests\n"
+          "  errors          unexpected error responses + unanswered requests (an\n"
+          "                  error a line expects, \"expect\": {\"error\": CODE}, is\n"
+          "                  counted apart as an expected error)\n"
           "  overruns        frames that took longer than the target period\n"
           "  rss_mib         tickd's peak RSS in MiB\n"
           "\n"
@@ -103,49 +116,141 @@ static double num_opt(const char *name, const char *text, double lo, double hi)
     return v;
 }
 
-static const char *resolve_socket(const char *opt)
+/* Whether `path` is a directory. */
+static bool is_dir(const char *path)
 {
-    if (opt)
-        return opt;
-    const char *env = getenv("TICKD_SOCKET");
-    if (env && env[0])
-        return env;
     struct stat st;
-    if (stat(DEFAULT_LOCAL_SOCKET, &st) == 0 || (errno != ENOENT && errno != ENOTDIR))
-        return DEFAULT_LOCAL_SOCKET;
-    return DEFAULT_SYSTEM_SOCKET;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /*
- * The scenario file: `arg` itself if it exists or names a path, else
- * SCENARIO_DIR/<arg>.jsonl under the working directory, else under the
- * directory above the executable's (build/tickd-load -> ./scripts/...).
- * Returns a heap path (the argument itself when nothing else exists, so the
- * error names what the user typed).
+ * The directories a scenario name is looked for in, in order (heap
+ * strings in dirs[], their count returned): SOURCE_SCENARIOS of the working
+ * directory; the same in the source tree of the executable (the directory
+ * above it or the one above that, for build/tickd-load and
+ * build/NAME/tickd-load), when there is one; TICKD_SCENARIO_DIR.  A
+ * directory met twice (by its real path) is listed once.
  */
-static char *resolve_scenario(const char *arg)
+static size_t scenario_dirs(char *dirs[MAX_SCENARIO_DIRS])
+{
+    size_t n = 0;
+    char *real[MAX_SCENARIO_DIRS];
+    char *cands[MAX_SCENARIO_DIRS] = {tk__load_xstrdup(SOURCE_SCENARIOS), NULL, NULL, NULL};
+    size_t nc = 1;
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = len > 0 ? (exe[len] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = '\0';
+        for (int up = 1; up <= 2; up++) {
+            char *d = tk__load_strf("%s/%s" SOURCE_SCENARIOS, exe, up == 1 ? "../" : "../../");
+            char *r = is_dir(d) ? realpath(d, NULL) : NULL;
+            free(d);
+            if (r) {
+                cands[nc++] = r; /* absolute: the message says where it is */
+                break;
+            }
+        }
+    }
+    cands[nc++] = tk__load_xstrdup(TICKD_SCENARIO_DIR);
+    for (size_t i = 0; i < nc; i++) {
+        real[n] = realpath(cands[i], NULL); /* NULL: does not exist */
+        bool dup = false;
+        for (size_t k = 0; k < n && real[n]; k++)
+            dup = dup || (real[k] && strcmp(real[k], real[n]) == 0);
+        if (dup) {
+            free(real[n]);
+            free(cands[i]);
+            continue;
+        }
+        dirs[n++] = cands[i];
+    }
+    for (size_t k = 0; k < n; k++)
+        free(real[k]);
+    return n;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of the scenarios in `dir` ("burst churn ..."), heap, or NULL. */
+static char *scenario_names(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    char **v = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len <= 6 || strcmp(e->d_name + len - 6, ".jsonl") != 0 || e->d_name[0] == '.')
+            continue;
+        v = tk__load_xrealloc(v, (n + 1) * sizeof *v);
+        v[n++] = tk__load_strf("%.*s", (int)(len - 6), e->d_name);
+    }
+    closedir(d);
+    if (!n)
+        return NULL;
+    qsort(v, n, sizeof *v, cmp_str);
+    tk_load_buf_t b = {0};
+    for (size_t i = 0; i < n; i++) {
+        tk__load_buf_printf(&b, "%s%s", i ? " " : "", v[i]);
+        free(v[i]);
+    }
+    free(v);
+    return b.data;
+}
+
+/*
+ * The scenario file for `arg`: `arg` itself if it exists or names a path
+ * (has a '/'; a missing file is then reported by the reader), else
+ * NAME.jsonl (or NAME, when it ends in .jsonl) in each of scenario_dirs().
+ * Returns a heap path, or NULL with a heap message in *err listing every
+ * place looked at and the scenarios found.
+ */
+static char *resolve_scenario(const char *arg, char **err)
 {
     struct stat st;
     if (stat(arg, &st) == 0 || strchr(arg, '/'))
         return tk__load_xstrdup(arg);
-    char *p = tk__load_strf(SCENARIO_DIR "/%s.jsonl", arg);
-    if (stat(p, &st) == 0)
-        return p;
-    free(p);
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            p = tk__load_strf("%s/../" SCENARIO_DIR "/%s.jsonl", exe, arg);
-            if (stat(p, &st) == 0)
-                return p;
-            free(p);
+    size_t alen = strlen(arg);
+    bool suffixed = alen > 6 && strcmp(arg + alen - 6, ".jsonl") == 0;
+    char *dirs[MAX_SCENARIO_DIRS];
+    size_t n = scenario_dirs(dirs);
+    char *found = NULL;
+    tk_load_buf_t tried = {0};
+    tk__load_buf_printf(&tried, "scenario \"%s\" not found; looked for:\n  %s (a file)", arg,
+                        arg);
+    char *names = NULL;
+    const char *names_dir = NULL;
+    for (size_t i = 0; i < n && !found; i++) {
+        char *p = tk__load_strf("%s/%s%s", dirs[i], arg, suffixed ? "" : ".jsonl");
+        if (stat(p, &st) == 0) {
+            found = p;
+            break;
         }
+        tk__load_buf_printf(&tried, "\n  %s", p);
+        free(p);
+        if (!names && (names = scenario_names(dirs[i])) != NULL)
+            names_dir = dirs[i];
     }
-    return tk__load_xstrdup(arg);
+    if (!found) {
+        if (names)
+            tk__load_buf_printf(&tried, "\nscenarios in %s: %s", names_dir, names);
+        else
+            tk__load_buf_puts(&tried, "\nno scenario directory found (make install puts the "
+                                      "shipped ones in " TICKD_SCENARIO_DIR ")");
+        *err = tried.data;
+    } else {
+        tk__load_buf_free(&tried);
+    }
+    free(names);
+    for (size_t i = 0; i < n; i++)
+        free(dirs[i]);
+    return found;
 }
 
 int main(int argc, char **argv)
@@ -238,11 +343,17 @@ int main(int argc, char **argv)
                                : "give exactly one SCENARIO");
         return TK_LOAD_EXIT_USAGE;
     }
-    o.socket = resolve_socket(socket_opt);
+    o.socket = tk__sockpath_resolve(socket_opt);
     o.progress = !o.quiet && isatty(STDERR_FILENO);
 
     tk_load_scenario_t sc;
-    char *path = resolve_scenario(argv[optind]);
+    char *path = resolve_scenario(argv[optind], &err);
+    if (!path) {
+        fprintf(stderr, "tickd-load: %s\n", err);
+        free(err);
+        free(o.slo);
+        return TK_LOAD_EXIT_USAGE;
+    }
     int rc = tk__load_scenario_read(path, &sc, &err);
     free(path);
     if (rc < 0) {

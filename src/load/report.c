@@ -41,7 +41,7 @@ static const slo_def_t slo_defs[TK_SLO_COUNT] = {
     [TK_SLO_LATENCY_MAX] = {"latency_max", false, "ms", "slowest request"},
     [TK_SLO_TPS_MIN] = {"tps_min", true, "Hz", "achieved TPS over the run"},
     [TK_SLO_RPS_MIN] = {"rps_min", true, "req/s", "requests answered per second"},
-    [TK_SLO_ERRORS] = {"errors", false, "", "error responses + unanswered requests"},
+    [TK_SLO_ERRORS] = {"errors", false, "", "unexpected error responses + unanswered requests"},
     [TK_SLO_OVERRUNS] = {"overruns", false, "", "frames over the target period"},
     [TK_SLO_RSS_MIB] = {"rss_mib", false, "MiB", "peak RSS of tickd"},
 };
@@ -226,8 +226,10 @@ static void quiet_line(FILE *f, const tk_load_result_t *res, bool slo_ok)
         fprintf(f, "%.3f ms", lat.p99);
     else
         fputs("-", f);
-    fprintf(f, ", %llu errors; TPS %.2f", (unsigned long long)(res->errors + res->unanswered),
-            res->tps);
+    fprintf(f, ", %llu errors", (unsigned long long)(res->errors + res->unanswered));
+    if (res->expected_errors)
+        fprintf(f, " (+%llu expected)", (unsigned long long)res->expected_errors);
+    fprintf(f, "; TPS %.2f", res->tps);
     if (res->target_hz > 0)
         fprintf(f, "/%g", res->target_hz);
     fputs(", MSPT p99 ", f);
@@ -280,10 +282,12 @@ void tk__load_report_text(FILE *f, const tk_load_result_t *res, bool slo_ok)
 
     fputs("Summary:\n", f);
     fprintf(f, "  throughput summary: %.2f requests per second\n", res->rps);
-    fprintf(f, "  %llu requests sent, %llu answered, %llu errors, %llu unanswered, %llu skipped",
+    fprintf(f,
+            "  %llu requests sent, %llu answered, %llu errors, %llu expected errors, "
+            "%llu unanswered, %llu skipped",
             (unsigned long long)res->sent, (unsigned long long)res->answered,
-            (unsigned long long)res->errors, (unsigned long long)res->unanswered,
-            (unsigned long long)res->skipped);
+            (unsigned long long)res->errors, (unsigned long long)res->expected_errors,
+            (unsigned long long)res->unanswered, (unsigned long long)res->skipped);
     if (res->not_sent)
         fprintf(f, ", %llu not sent (after the end)", (unsigned long long)res->not_sent);
     fputc('\n', f);
@@ -296,19 +300,19 @@ void tk__load_report_text(FILE *f, const tk_load_result_t *res, bool slo_ok)
                 lag.max);
     if (res->nmethods) {
         fputs("\n  by method (msec):\n", f);
-        fprintf(f, "    %-24s%10s%10s%10s%10s%10s%8s\n", "method", "answered", "avg", "p50", "p99",
-                "max", "errors");
+        fprintf(f, "    %-24s%10s%10s%10s%10s%10s%8s%10s\n", "method", "answered", "avg", "p50",
+                "p99", "max", "errors", "expected");
         for (size_t i = 0; i < res->nmethods; i++) {
             const tk_load_method_t *m = &res->methods[i];
             tk_load_pct_t p = tk__load_hist_summary_ms(&m->lat);
             if (p.n)
-                fprintf(f, "    %-24s%10llu%10.3f%10.3f%10.3f%10.3f%8llu\n", m->name,
+                fprintf(f, "    %-24s%10llu%10.3f%10.3f%10.3f%10.3f%8llu%10llu\n", m->name,
                         (unsigned long long)m->answered, p.avg, p.p50, p.p99, p.max,
-                        (unsigned long long)m->errors);
+                        (unsigned long long)m->errors, (unsigned long long)m->expected);
             else
-                fprintf(f, "    %-24s%10llu%10s%10s%10s%10s%8llu\n", m->name,
+                fprintf(f, "    %-24s%10llu%10s%10s%10s%10s%8llu%10llu\n", m->name,
                         (unsigned long long)m->answered, "-", "-", "-", "-",
-                        (unsigned long long)m->errors);
+                        (unsigned long long)m->errors, (unsigned long long)m->expected);
         }
     }
     fputs("\n  errors by code:", f);
@@ -323,6 +327,14 @@ void tk__load_report_text(FILE *f, const tk_load_result_t *res, bool slo_ok)
         else
             fprintf(f, "    %6s  %-34s%10llu\n", "-", code_name(0),
                     (unsigned long long)res->codes[i].n);
+    }
+    if (res->nxcodes) {
+        fputs("  expected errors by code (the scenario's \"expect\": {\"error\"}; not in "
+              "--slo errors):\n",
+              f);
+        for (size_t i = 0; i < res->nxcodes; i++)
+            fprintf(f, "    %6lld  %-34s%10llu\n", res->xcodes[i].code,
+                    code_name(res->xcodes[i].code), (unsigned long long)res->xcodes[i].n);
     }
 
     fputs("\ntickd:\n", f);
@@ -453,6 +465,7 @@ int tk__load_report_json(const char *path, const tk_load_result_t *res, bool slo
     jset(rq, "sent", jint(res->sent));
     jset(rq, "answered", jint(res->answered));
     jset(rq, "errors", jint(res->errors));
+    jset(rq, "expected_errors", jint(res->expected_errors));
     jset(rq, "unanswered", jint(res->unanswered));
     jset(rq, "skipped", jint(res->skipped));
     jset(rq, "not_sent", jint(res->not_sent));
@@ -470,6 +483,13 @@ int tk__load_report_json(const char *path, const tk_load_result_t *res, bool slo
         jset(codes, k, jint(res->codes[i].n));
     }
     jset(rq, "errors_by_code", codes);
+    json_t *xcodes = json_object();
+    for (size_t i = 0; i < res->nxcodes; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "%lld", res->xcodes[i].code);
+        jset(xcodes, k, jint(res->xcodes[i].n));
+    }
+    jset(rq, "expected_errors_by_code", xcodes);
     json_t *methods = json_object();
     for (size_t i = 0; i < res->nmethods; i++) {
         const tk_load_method_t *m = &res->methods[i];
@@ -477,6 +497,7 @@ int tk__load_report_json(const char *path, const tk_load_result_t *res, bool slo
         jset(mo, "sent", jint(m->sent));
         jset(mo, "answered", jint(m->answered));
         jset(mo, "errors", jint(m->errors));
+        jset(mo, "expected_errors", jint(m->expected));
         jset(mo, "latency_ms", jpct(&m->lat));
         jset(methods, m->name, mo);
     }

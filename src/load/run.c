@@ -136,20 +136,26 @@ static void add_failure(run_t *r, const tk_load_line_t *l, int64_t intended, cha
     }
 }
 
-static void count_code(tk_load_result_t *res, long long code)
+/* Count one `code` in the table *codes of *n entries. */
+static void count_in(tk_load_code_t **codes, size_t *n, long long code)
 {
     size_t i = 0;
-    while (i < res->ncodes && res->codes[i].code > code)
+    while (i < *n && (*codes)[i].code > code)
         i++; /* sorted by descending code: -32001 before -32602, 0 first */
-    if (i < res->ncodes && res->codes[i].code == code) {
-        res->codes[i].n++;
+    if (i < *n && (*codes)[i].code == code) {
+        (*codes)[i].n++;
         return;
     }
-    res->codes = tk__load_xrealloc(res->codes, (res->ncodes + 1) * sizeof *res->codes);
-    memmove(res->codes + i + 1, res->codes + i, (res->ncodes - i) * sizeof *res->codes);
-    res->codes[i].code = code;
-    res->codes[i].n = 1;
-    res->ncodes++;
+    *codes = tk__load_xrealloc(*codes, (*n + 1) * sizeof **codes);
+    memmove(*codes + i + 1, *codes + i, (*n - i) * sizeof **codes);
+    (*codes)[i].code = code;
+    (*codes)[i].n = 1;
+    (*n)++;
+}
+
+static void count_code(tk_load_result_t *res, long long code)
+{
+    count_in(&res->codes, &res->ncodes, code);
 }
 
 /* ---- schedule heap ----------------------------------------------------- */
@@ -357,7 +363,12 @@ static void on_response(run_t *r, json_t *msg)
     tk__load_hist_add(&r->sec_lat, (uint64_t)lat);
     tk__load_hist_add(&m->lat, (uint64_t)lat);
     r->last_answer = r->now;
-    if (error) {
+    if (error && l->has_expect && l->expect.error && l->expect.error == code) {
+        /* The scenario asked for this error: not a failure of tickd. */
+        res->expected_errors++;
+        m->expected++;
+        count_in(&res->xcodes, &res->nxcodes, code);
+    } else if (error) {
         res->errors++;
         r->sec_errors++;
         m->errors++;
@@ -831,6 +842,7 @@ void tk__load_result_free(tk_load_result_t *res)
     }
     free(res->methods);
     free(res->codes);
+    free(res->xcodes);
     for (size_t i = 0; i < res->nfailures; i++)
         free(res->failures[i].msg);
     free(res->failures);

@@ -195,6 +195,32 @@ START_TEST(lifecycle_check_config_missing_file)
 }
 END_TEST
 
+/* A plugin that does not load is blamed on where the list came from: the
+ * --set flag that gave it, or the file. */
+START_TEST(lifecycle_check_config_plugin_origin)
+{
+    static const char *const flag[] = {"--check-config", "--config", "@CONFIG@", "--set",
+                                       "plugins.load=@DIR@/absent.so", NULL};
+    tkit_daemon *d;
+    int code = run_to_exit(&d, flag, NULL);
+    const char *err = tkit_stderr(d);
+    ck_assert_msg(code == 1, "exit %d, stderr:\n%s", code, err);
+    ck_assert_msg(strstr(err, "tickd: --set: [plugins] load: ") && strstr(err, "absent.so"),
+                  "the flag is not blamed:\n%s", err);
+    ck_assert_msg(!strstr(err, tkit_config_path(d)), "the file is blamed for a flag:\n%s", err);
+    tkit_free(d);
+
+    static const char *const file[] = {"--check-config", "--config", "@CONFIG@", NULL};
+    code = run_to_exit(&d, file, "[plugins]\nload = ./absent.so\n");
+    err = tkit_stderr(d);
+    ck_assert_msg(code == 1, "exit %d, stderr:\n%s", code, err);
+    char where[600];
+    snprintf(where, sizeof where, "tickd: %s: [plugins] load: ", tkit_config_path(d));
+    ck_assert_msg(strstr(err, where), "the file is not blamed:\n%s", err);
+    tkit_free(d);
+}
+END_TEST
+
 START_TEST(lifecycle_bad_config_refuses_start)
 {
     /* Without --check-config: the same error, exit 1, no socket. */
@@ -681,6 +707,7 @@ static Suite *lifecycle_suite(void)
     tcase_add_test(tc, lifecycle_check_config_out_of_range);
     tcase_add_test(tc, lifecycle_check_config_malformed_value);
     tcase_add_test(tc, lifecycle_check_config_missing_file);
+    tcase_add_test(tc, lifecycle_check_config_plugin_origin);
     tcase_add_test(tc, lifecycle_bad_config_refuses_start);
     tcase_add_test(tc, lifecycle_missing_plugin_refuses_start);
     tcase_add_test(tc, lifecycle_default_config_file);

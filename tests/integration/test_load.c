@@ -2,8 +2,11 @@
  * test_load.c - tickd-load against a real daemon: the shipped short
  * scenario (scripts/scenarios/smoke.jsonl, three seconds) and the shape of
  * every report it writes (text, --json, --csv, --svg), the --slo exit status
- * both ways, failed checks, references to saved ids, the usage and
- * connection errors, and an interrupted run.
+ * both ways, expected errors apart from unexpected ones, failed checks,
+ * references to saved ids, README's CI recipe against a daemon on the
+ * shipped config (as `make run` starts it), the default socket's fallbacks,
+ * the scenario search and its error, the usage and connection errors, and
+ * an interrupted run.
  *
  * Each test starts its own daemon at 60 Hz in real time (the generated
  * config with tick_rate = 60 and fixed_dt = 0: tickd-load measures TPS and
@@ -19,8 +22,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +49,8 @@ typedef struct load_run {
     const char *dir; /* its own directory: stdout, stderr, reports */
     const char *out; /* its stdout (after load_wait) */
     const char *err; /* its stderr (after load_wait) */
+    const char *cwd; /* working directory to run in (NULL: the test's) */
+    const char *const *env; /* environment edits: "NAME=value", "-NAME" */
 } load_run_t;
 
 static const char *load_bin(void)
@@ -78,8 +85,10 @@ static void load_init(load_run_t *r)
 /* Start tickd-load with `args` (NULL-terminated, after the program name). */
 static void load_start(load_run_t *r, const char *const *args)
 {
-    const char *bin = load_bin();
-    ck_assert_msg(access(bin, X_OK) == 0, "%s not built (make %s)", bin, bin);
+    const char *rel = load_bin();
+    ck_assert_msg(access(rel, X_OK) == 0, "%s not built (make %s)", rel, rel);
+    static char bin[4096];
+    ck_assert_ptr_nonnull(realpath(rel, bin)); /* r->cwd may be elsewhere */
     const char *argv[64];
     int n = 0;
     argv[n++] = bin;
@@ -104,6 +113,14 @@ static void load_start(load_run_t *r, const char *const *args)
         dup2(in, 0);
         dup2(out, 1);
         dup2(err, 2);
+        for (size_t i = 0; r->env && r->env[i]; i++) {
+            if (r->env[i][0] == '-')
+                unsetenv(r->env[i] + 1);
+            else if (putenv(strdup(r->env[i])) != 0)
+                _exit(127);
+        }
+        if (r->cwd && chdir(r->cwd) != 0)
+            _exit(127);
         execv(bin, (char *const *)argv);
         dprintf(2, "exec %s: %s\n", bin, strerror(errno));
         _exit(127);
@@ -150,6 +167,20 @@ static json_t *load_json(const char *path)
     return tkit_json("%s", text);
 }
 
+/* printf into one of a few rotating static buffers. */
+static const char *xenv(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *xenv(const char *fmt, ...)
+{
+    static char buf[8][4200];
+    static int k;
+    k = (k + 1) % 8;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf[k], sizeof buf[k], fmt, ap);
+    va_end(ap);
+    return buf[k];
+}
+
 static int count_char(const char *s, char c)
 {
     int n = 0;
@@ -191,7 +222,9 @@ START_TEST(load_report_structure)
                                            "latency summary (msec",
                                            "by method",
                                            "entity.spawn",
-                                           "errors by code:",
+                                           "0 errors, 1 expected errors",
+                                           "errors by code: none",
+                                           "expected errors by code",
                                            "-32001",
                                            "TPS achieved:",
                                            "of 60 target",
@@ -215,11 +248,13 @@ START_TEST(load_report_structure)
     ck_assert(!tkit_getb(j, "run.interrupted"));
     ck_assert_int_eq(tkit_geti(j, "requests.sent"), SMOKE_REQUESTS);
     ck_assert_int_eq(tkit_geti(j, "requests.answered"), SMOKE_REQUESTS);
-    ck_assert_int_eq(tkit_geti(j, "requests.errors"), 1);
+    /* The scenario's one refusal it expects (-32001) is an expected error. */
+    ck_assert_int_eq(tkit_geti(j, "requests.errors"), 0);
+    ck_assert_int_eq(tkit_geti(j, "requests.expected_errors"), 1);
     ck_assert_int_eq(tkit_geti(j, "requests.unanswered"), 0);
     ck_assert_int_eq(tkit_geti(j, "requests.skipped"), 0);
-    ck_assert_int_eq(tkit_geti(j, "requests.errors_by_code.-32001"), 1);
-    ck_assert_int_eq(json_object_size(tkit_get(j, "requests.errors_by_code")), 1);
+    ck_assert_int_eq(tkit_geti(j, "requests.expected_errors_by_code.-32001"), 1);
+    ck_assert_int_eq(json_object_size(tkit_get(j, "requests.errors_by_code")), 0);
     ck_assert(tkit_getd(j, "requests.per_second") > 0);
     ck_assert_int_eq(tkit_geti(j, "requests.latency_ms.n"), SMOKE_REQUESTS);
     double mn = tkit_getd(j, "requests.latency_ms.min");
@@ -231,7 +266,8 @@ START_TEST(load_report_structure)
                   "latency min %g p50 %g p95 %g p99 %g max %g", mn, p50, p95, p99, mx);
     ck_assert_int_eq(tkit_geti(by_method(j, "entity.spawn"), "sent"), 60);
     ck_assert_int_eq(tkit_geti(by_method(j, "world.status"), "answered"), 100);
-    ck_assert_int_eq(tkit_geti(by_method(j, "entity.destroy"), "errors"), 1);
+    ck_assert_int_eq(tkit_geti(by_method(j, "entity.destroy"), "errors"), 0);
+    ck_assert_int_eq(tkit_geti(by_method(j, "entity.destroy"), "expected_errors"), 1);
     ck_assert_int_eq(tkit_geti(by_method(j, "entity.get"), "latency_ms.n"), 10);
     ck_assert(tkit_getd(j, "tickd.target_hz") == 60.0);
     ck_assert(tkit_getd(j, "tickd.frame_budget_ms") > 16.66);
@@ -255,7 +291,7 @@ START_TEST(load_report_structure)
     ck_assert(tkit_getb(j, "slo.passed"));
     ck_assert_int_eq(json_array_size(tkit_get(j, "slo.rules")), 3);
     ck_assert_str_eq(tkit_gets(j, "slo.rules[0].name"), "errors");
-    ck_assert(tkit_getd(j, "slo.rules[0].value") == 1.0);
+    ck_assert(tkit_getd(j, "slo.rules[0].value") == 0.0);
     ck_assert_str_eq(tkit_gets(j, "slo.rules[1].name"), "tps_min");
     ck_assert_str_eq(tkit_gets(j, "slo.rules[1].bound"), "min");
     ck_assert(tkit_getb(j, "slo.rules[2].ok"));
@@ -292,15 +328,23 @@ START_TEST(load_report_structure)
     ck_assert_int_eq(count_char(c, '\n'), (int)nrows + 1);
     ck_assert_int_eq(count_char(c, ','), 15 * ((int)nrows + 1));
 
-    /* --svg: a complete SVG document with both panels and the budget line. */
+    /* --svg: a complete SVG document with its four panels (MSPT with the
+     * budget line, TPS with the target, request latency, entities and RSS). */
     const char *s = tkit_slurp(svg);
     ck_assert_msg(s && strncmp(s, "<?xml", 5) == 0, "svg: %.200s", s ? s : "(none)");
     static const char *const parts[] = {"<svg ",
                                         "MSPT (ms of work per frame)",
-                                        ">entities<",
                                         "frame budget 16.67 ms (60 Hz)",
                                         "p50 per second",
                                         "p99 per second",
+                                        "TPS (frames per second)",
+                                        ">TPS per second<",
+                                        "target 60 Hz",
+                                        "request latency (ms)",
+                                        ">latency p50 per second<",
+                                        ">latency p99 per second<",
+                                        ">entities<",
+                                        ">RSS (MiB)<",
                                         "time since the start (s)",
                                         "</svg>",
                                         NULL};
@@ -311,10 +355,11 @@ START_TEST(load_report_structure)
 }
 END_TEST
 
-START_TEST(load_slo_broken)
+START_TEST(load_duration_cut)
 {
-    /* The smoke scenario's one deliberate -32001 (at 2.0 s) breaks errors=0;
-     * --duration 2.2 ends the run soon after it. */
+    /* --duration 2.2 ends smoke soon after its deliberate -32001 (at 2.0 s):
+     * an expected error, so errors=0 holds; the checks at 2.5 s and the
+     * 3 s tail are cut. */
     tkit_opts o = {.config = daemon_config};
     tkit_daemon *d = tkit_start(&o);
     load_run_t r;
@@ -323,20 +368,190 @@ START_TEST(load_slo_broken)
     const char *args[] = {"--socket", tkit_sock(d),         "--duration", "2.2", "--json", json,
                           "--slo",    "errors=0,tps_min=1", "--quiet",    SMOKE, NULL};
     int code = load_run(&r, args);
-    ck_assert_msg(code == 1, "exit %d; stdout:\n%s\nstderr:\n%s", code, r.out, r.err);
-    ck_assert_msg(strstr(r.out, "SLO BROKEN"), "quiet line: %s", r.out);
-    ck_assert_msg(strstr(r.out, "SLO broken: errors <= 0"), "quiet output: %s", r.out);
-    ck_assert_int_eq(count_char(r.out, '\n'), 2); /* the summary + the broken rule */
+    ck_assert_msg(code == 0, "exit %d; stdout:\n%s\nstderr:\n%s", code, r.out, r.err);
+    ck_assert_msg(strstr(r.out, "SLO kept") && strstr(r.out, "0 errors (+1 expected)"),
+                  "quiet line: %s", r.out);
+    ck_assert_int_eq(count_char(r.out, '\n'), 1);
     json_t *j = load_json(json);
-    ck_assert(!tkit_getb(j, "slo.passed"));
-    ck_assert(!tkit_getb(j, "slo.rules[0].ok"));
-    ck_assert(tkit_getb(j, "slo.rules[1].ok"));
-    ck_assert(tkit_getd(j, "slo.rules[0].value") == 1.0);
-    ck_assert_int_eq(tkit_geti(j, "exit_code"), 1);
-    ck_assert_int_eq(tkit_geti(j, "checks.failed"), 0);
-    /* The checks at 2.5 s and the 3 s tail were cut by --duration. */
+    ck_assert(tkit_getb(j, "slo.passed"));
+    ck_assert(tkit_getd(j, "slo.rules[0].value") == 0.0);
+    ck_assert_int_eq(tkit_geti(j, "requests.expected_errors"), 1);
+    ck_assert_int_eq(tkit_geti(j, "exit_code"), 0);
     ck_assert(tkit_geti(j, "requests.sent") < SMOKE_REQUESTS);
     tkit_finish(d);
+}
+END_TEST
+
+START_TEST(load_slo_expected_errors)
+{
+    /* Errors a line expects are reported apart and kept out of errors=0;
+     * an error no line expects, or another code than the one expected,
+     * counts (and the latter fails its check too). */
+    tkit_opts o = {.config = daemon_config};
+    tkit_daemon *d = tkit_start(&o);
+    static const char expected[] =
+        "{\"at\": 0, \"method\": \"entity.destroy\", \"params\": {\"ids\": [999999999]}, "
+        "\"repeat\": {\"every\": 0.01, \"count\": 3}, \"expect\": {\"error\": -32001}}\n";
+    const char *ok = tkit_write_file(d, "expected.jsonl", expected);
+    load_run_t r;
+    load_init(&r);
+    const char *json = in_dir(&r, "ok.json");
+    const char *args[] = {"--socket", tkit_sock(d), "--json", json, "--slo", "errors=0", ok, NULL};
+    int code = load_run(&r, args);
+    ck_assert_msg(code == 0, "exit %d; stdout:\n%s\nstderr:\n%s", code, r.out, r.err);
+    ck_assert_msg(strstr(r.out, "0 errors, 3 expected errors") &&
+                      strstr(r.out, "errors by code: none") &&
+                      strstr(r.out, "expected errors by code") && strstr(r.out, "SLO: kept"),
+                  "%s", r.out);
+    json_t *j = load_json(json);
+    ck_assert_int_eq(tkit_geti(j, "requests.errors"), 0);
+    ck_assert_int_eq(tkit_geti(j, "requests.expected_errors"), 3);
+    ck_assert_int_eq(tkit_geti(j, "requests.expected_errors_by_code.-32001"), 3);
+    ck_assert_int_eq(json_object_size(tkit_get(j, "requests.errors_by_code")), 0);
+    ck_assert_int_eq(tkit_geti(by_method(j, "entity.destroy"), "expected_errors"), 3);
+    ck_assert_int_eq(tkit_geti(by_method(j, "entity.destroy"), "errors"), 0);
+    ck_assert_int_eq(tkit_geti(j, "checks.passed"), 3);
+
+    const char *bad = tkit_write_file(
+        d, "unexpected.jsonl",
+        "{\"at\": 0, \"method\": \"entity.destroy\", \"params\": {\"ids\": [999999999]}, "
+        "\"repeat\": {\"every\": 0.01, \"count\": 3}, \"expect\": {\"error\": -32001}}\n"
+        "{\"at\": 0, \"method\": \"entity.get\", \"params\": {\"id\": 999999999}}\n"
+        "{\"at\": 0, \"method\": \"entity.get\", \"params\": {\"id\": 999999998}, "
+        "\"expect\": {\"error\": -32602}}\n");
+    load_init(&r);
+    json = in_dir(&r, "bad.json");
+    const char *args2[] = {"--socket", tkit_sock(d), "--json", json,   "--slo",
+                           "errors=0", "--quiet",    bad,      NULL};
+    code = load_run(&r, args2);
+    ck_assert_msg(code == 1, "exit %d; stdout:\n%s\nstderr:\n%s", code, r.out, r.err);
+    ck_assert_msg(strstr(r.out, "2 errors (+3 expected)") && strstr(r.out, "SLO BROKEN") &&
+                      strstr(r.out, "SLO broken: errors <= 0") &&
+                      strstr(r.out, "check failed: line 3"),
+                  "quiet output: %s", r.out);
+    j = load_json(json);
+    ck_assert_int_eq(tkit_geti(j, "requests.errors"), 2);
+    ck_assert_int_eq(tkit_geti(j, "requests.expected_errors"), 3);
+    ck_assert_int_eq(tkit_geti(j, "requests.errors_by_code.-32001"), 2);
+    ck_assert_int_eq(tkit_geti(by_method(j, "entity.get"), "errors"), 2);
+    ck_assert_int_eq(tkit_geti(j, "checks.failed"), 1);
+    ck_assert(!tkit_getb(j, "slo.rules[0].ok"));
+    ck_assert(tkit_getd(j, "slo.rules[0].value") == 2.0);
+    ck_assert_int_eq(tkit_geti(j, "exit_code"), 1);
+    tkit_finish(d);
+}
+END_TEST
+
+/* ---- as installed software: README's CI recipe, the socket, the scenarios ----------- */
+
+/* A daemon as `make run` starts it: the shipped config/tickd.ini (without
+ * its metrics port, which another test run may hold), run/tickd.sock in
+ * its working directory. */
+static tkit_daemon *start_make_run(void)
+{
+    const char *shipped = tkit_slurp("config/tickd.ini");
+    ck_assert_msg(shipped != NULL, "cannot read config/tickd.ini");
+    char *copy = strdup(shipped), *at = strstr(copy, "\nlisten = 127.0.0.1:8497\n");
+    ck_assert_msg(at != NULL, "config/tickd.ini: no metrics listen line");
+    memset(at + strlen("\nlisten = "), ' ', strlen("127.0.0.1:8497")); /* "listen =" */
+    const char *const files[] = {"config/tickd.ini", copy, "run/.keep", "", NULL};
+    static const char *const args[] = {"--config", "config/tickd.ini", NULL};
+    tkit_opts o = {.args = args, .files = files, .sock = "run/tickd.sock"};
+    tkit_daemon *d = tkit_start(&o);
+    free(copy);
+    return d;
+}
+
+START_TEST(load_ci_recipe)
+{
+    /* README: `tickd-load --quiet --slo errors=0 smoke` from where `make run`
+     * runs: the socket is run/tickd.sock of the working directory (no
+     * --socket, no TICKD_SOCKET), the scenario is found by name in the
+     * source tree holding the executable (the working directory has none). */
+    tkit_daemon *d = start_make_run();
+    load_run_t r;
+    load_init(&r);
+    static const char *const env[] = {"-TICKD_SOCKET", NULL};
+    r.cwd = tkit_dir(d);
+    r.env = env;
+    const char *json = in_dir(&r, "ci.json");
+    const char *args[] = {"--quiet", "--slo", "errors=0", "--json", json, "smoke", NULL};
+    int code = load_run(&r, args);
+    ck_assert_msg(code == 0, "exit %d; stdout:\n%s\nstderr:\n%s", code, r.out, r.err);
+    json_t *j = load_json(json);
+    ck_assert_str_eq(tkit_gets(j, "run.socket"), "run/tickd.sock");
+    const char *path = tkit_gets(j, "scenario.path");
+    ck_assert_msg(path[0] == '/' && strstr(path, "/scripts/scenarios/smoke.jsonl"), "%s", path);
+    ck_assert_int_eq(tkit_geti(j, "requests.errors"), 0);
+    ck_assert_int_eq(tkit_geti(j, "requests.expected_errors"), 1);
+    ck_assert_int_eq(tkit_geti(j, "checks.failed"), 0);
+    ck_assert(tkit_getd(j, "tickd.target_hz") == 60.0); /* the shipped tick rate */
+    tkit_finish(d);
+}
+END_TEST
+
+START_TEST(load_socket_fallbacks)
+{
+    /* $TICKD_SOCKET comes before run/tickd.sock, which comes before the
+     * system paths; with neither, the error names /run/tickd.sock when it
+     * exists (socket activation), else /run/tickd/tickd.sock. */
+    tkit_opts o = {.config = daemon_config};
+    tkit_daemon *d = tkit_start(&o);
+    const char *sc = tkit_write_file(d, "one.jsonl", "{\"at\": 0, \"method\": \"world.status\"}\n");
+    load_run_t r;
+    load_init(&r);
+    const char *env[] = {xenv("TICKD_SOCKET=%s", tkit_sock(d)), NULL};
+    r.cwd = r.dir; /* no run/ here */
+    r.env = env;
+    const char *json = in_dir(&r, "env.json");
+    const char *args[] = {"--quiet", "--json", json, sc, NULL};
+    int code = load_run(&r, args);
+    ck_assert_msg(code == 0, "exit %d; stdout:\n%s\nstderr:\n%s", code, r.out, r.err);
+    ck_assert_str_eq(tkit_gets(load_json(json), "run.socket"), tkit_sock(d));
+
+    load_init(&r);
+    static const char *const unset[] = {"-TICKD_SOCKET", NULL};
+    r.cwd = r.dir;
+    r.env = unset;
+    code = load_run(&r, (const char *const[]){"--quiet", sc, NULL});
+    ck_assert_msg(code == 2, "exit %d; stdout:\n%s\nstderr:\n%s", code, r.out, r.err);
+    struct stat st;
+    const char *want = stat("/run/tickd.sock", &st) == 0 ? "/run/tickd.sock" : "/run/tickd/tickd.sock";
+    ck_assert_msg(strstr(r.err, xenv("cannot connect to %s:", want)), "want %s:\n%s", want, r.err);
+    tkit_finish(d);
+}
+END_TEST
+
+START_TEST(load_scenario_not_found)
+{
+    /* A name found nowhere: every place looked at, in order, and the
+     * scenarios of the first directory that has some. */
+    load_run_t r;
+    load_init(&r);
+    r.cwd = r.dir;
+    int code = load_run(&r, (const char *const[]){"no-such", NULL});
+    ck_assert_msg(code == 2, "exit %d; stderr:\n%s", code, r.err);
+    char repo[4096];
+    ck_assert_ptr_nonnull(realpath("scripts/scenarios", repo));
+    const char *lines[] = {"tickd-load: scenario \"no-such\" not found; looked for:\n",
+                           "\n  no-such (a file)\n", "\n  scripts/scenarios/no-such.jsonl\n",
+                           xenv("\n  %s/no-such.jsonl\n", repo),
+                           "/share/tickd/scenarios/no-such.jsonl\n",
+                           xenv("scenarios in %s: burst churn mixed ramp-1m runaway smoke", repo),
+                           NULL};
+    const char *prev = r.err;
+    for (size_t i = 0; lines[i]; i++) {
+        const char *at = strstr(r.err, lines[i]);
+        ck_assert_msg(at && at >= prev, "lacks (or out of order) \"%s\":\n%s", lines[i], r.err);
+        prev = at;
+    }
+    /* A name with its .jsonl suffix is found like the bare name. */
+    load_init(&r);
+    r.cwd = r.dir;
+    code = load_run(&r, (const char *const[]){"--socket", "/nonexistent/tickd.sock",
+                                              "smoke.jsonl", NULL});
+    ck_assert_msg(code == 2 && strstr(r.err, "cannot connect") && !strstr(r.err, "not found"),
+                  "exit %d:\n%s", code, r.err);
 }
 END_TEST
 
@@ -517,7 +732,11 @@ static Suite *load_suite(void)
     TCase *tc = tcase_create("load");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, load_report_structure);
-    tcase_add_test(tc, load_slo_broken);
+    tcase_add_test(tc, load_duration_cut);
+    tcase_add_test(tc, load_slo_expected_errors);
+    tcase_add_test(tc, load_ci_recipe);
+    tcase_add_test(tc, load_socket_fallbacks);
+    tcase_add_test(tc, load_scenario_not_found);
     tcase_add_test(tc, load_check_failed);
     tcase_add_test(tc, load_references);
     tcase_add_test(tc, load_usage_errors);

@@ -220,6 +220,17 @@ static const char *tickctl_bin(void)
     return path;
 }
 
+static const char *tickd_load_bin(void)
+{
+    static char path[PATH_MAX];
+    const char *b = getenv("BUILD");
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/tickd-load", b && *b ? b : "build");
+    if (!realpath(rel, path) || access(path, X_OK) != 0)
+        FAILF("tickd-load binary '%s' not found (build it first)", rel);
+    return path;
+}
+
 /* The directory of program `name` on PATH, or NULL. */
 static const char *which(const char *name)
 {
@@ -1108,10 +1119,15 @@ START_TEST(systemd_install_layout)
     } files[] = {
         {"/usr/local/bin/tickd", 0755},
         {"/usr/local/bin/tickctl", 0755},
+        {"/usr/local/bin/tickd-load", 0755},
+        {"/usr/local/lib/tickd/plugins/boids.so", 0755},
+        {"/usr/local/share/tickd/scenarios/smoke.jsonl", 0644},
+        {"/usr/local/share/tickd/scenarios/churn.jsonl", 0644},
         {"/usr/local/lib/libtickd.a", 0644},
         {"/usr/local/include/tickd/tickd.h", 0644},
         {"/usr/local/share/man/man8/tickd.8", 0644},
         {"/usr/local/share/man/man1/tickctl.1", 0644},
+        {"/usr/local/share/man/man1/tickd-load.1", 0644},
         {"/usr/local/lib/systemd/system/tickd.service", 0644},
         {"/usr/local/lib/systemd/system/tickd.socket", 0644},
         {"/usr/local/lib/sysusers.d/tickd.conf", 0644},
@@ -1164,6 +1180,64 @@ START_TEST(systemd_install_layout)
 }
 END_TEST
 
+/*
+ * make install PREFIX=... puts the scenarios where the installed tickd-load
+ * finds them by name, from a directory that is no source tree; a name it
+ * cannot find is an error listing every place it looked.  uninstall removes
+ * them.  (The build is made again with the default PREFIX at the end: the
+ * scenario directory is compiled in.)
+ */
+START_TEST(systemd_install_scenarios)
+{
+    const char *root = tkit_tmpdir();
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%s/usr", root);
+    const char *out;
+    int rc = run_make("install", xfmt("PREFIX=%s", prefix), xfmt("SYSCONFDIR=%s/etc", root), NULL,
+                      &out);
+    ck_assert_msg(rc == 0, "make install PREFIX=%s failed:\n%s", prefix, out);
+    const char *dir = xfmt("%s/share/tickd/scenarios", prefix);
+    ck_assert_str_eq(tkit_slurp(xfmt("%s/smoke.jsonl", dir)),
+                     read_repo_file("scripts/scenarios/smoke.jsonl"));
+    ck_assert_msg(file_exists(xfmt("%s/share/man/man1/tickd-load.1", prefix)),
+                  "tickd-load.1 not installed");
+
+    /* Found by name: the run gets as far as connecting (nothing listens). */
+    const char *load = xfmt("%s/bin/tickd-load", prefix);
+    const char *run_smoke =
+        xfmt("cd '%s' && exec '%s' --socket '%s/none.sock' smoke", root, load, root);
+    const char *sh1[] = {"sh", "-c", run_smoke, NULL};
+    rc = run_cmd(sh1, NULL, &out, 60);
+    ck_assert_msg(rc == 2 && strstr(out, "cannot connect") && !strstr(out, "not found"),
+                  "installed tickd-load smoke (exit %d):\n%s", rc, out);
+
+    /* Not found: every place looked at, and what is there. */
+    const char *run_nope = xfmt("cd '%s' && exec '%s' no-such-scenario", root, load);
+    const char *sh2[] = {"sh", "-c", run_nope, NULL};
+    rc = run_cmd(sh2, NULL, &out, 60);
+    ck_assert_msg(rc == 2, "exit %d:\n%s", rc, out);
+    static const char *const needles[] = {"scenario \"no-such-scenario\" not found; looked for:",
+                                          "\n  no-such-scenario (a file)\n",
+                                          "\n  scripts/scenarios/no-such-scenario.jsonl\n", NULL};
+    for (size_t i = 0; needles[i]; i++)
+        ck_assert_msg(strstr(out, needles[i]), "lacks \"%s\":\n%s", needles[i], out);
+    ck_assert_msg(strstr(out, xfmt("\n  %s/no-such-scenario.jsonl\n", dir)) &&
+                      strstr(out, xfmt("scenarios in %s: burst churn mixed ramp-1m runaway smoke",
+                                       dir)),
+                  "the installed directory is not listed:\n%s", out);
+
+    rc = run_make("uninstall", xfmt("PREFIX=%s", prefix), xfmt("SYSCONFDIR=%s/etc", root), NULL,
+                  &out);
+    ck_assert_msg(rc == 0, "make uninstall failed:\n%s", out);
+    ck_assert_msg(!file_exists(dir) && !file_exists(xfmt("%s/share/tickd", prefix)),
+                  "scenarios left after uninstall");
+    ck_assert_msg(!file_exists(xfmt("%s/share/man/man1/tickd-load.1", prefix)),
+                  "tickd-load.1 left after uninstall");
+    rc = run_make("build", NULL, NULL, NULL, &out);
+    ck_assert_msg(rc == 0, "make build failed:\n%s", out);
+}
+END_TEST
+
 /* `s` with every '-' written as roff's "\-". */
 static const char *roff_dashes(const char *s)
 {
@@ -1198,12 +1272,156 @@ static void options_in_page(const char *help, const char *page, const char *name
     ck_assert_int_ge(found, 5);
 }
 
+/* ---- the documented config against the table ---------------------------------- */
+
+/* `s` (n bytes) with roff's "\-" as "-" and surrounding blanks trimmed. */
+static const char *unroff(const char *s, size_t n)
+{
+    static char buf[8][256];
+    static int k;
+    k = (k + 1) % 8;
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 1 < sizeof buf[k]; i++) {
+        if (s[i] == '\\' && i + 1 < n && s[i + 1] == '-')
+            continue;
+        buf[k][o++] = s[i];
+    }
+    while (o && (buf[k][o - 1] == ' ' || buf[k][o - 1] == '.'))
+        o--;
+    buf[k][o] = '\0';
+    char *p = buf[k];
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+/* A documented bound ("64k", "1g", "0.0001", "-1", "0777") as a number. */
+static double doc_number(const char *text, const tkd_config_key *k)
+{
+    char *end;
+    if (k->type == TKD_CFG_MODE)
+        return (double)strtol(text, &end, 8);
+    double v = strtod(text, &end);
+    switch (*end) {
+    case 'k': return v * 1024;
+    case 'm': return v * 1048576;
+    case 'g': return v * 1073741824.0;
+    default: break;
+    }
+    ck_assert_msg(*end == '\0' || *end == ' ', "[%s] %s: bound '%s' is not a number", k->section,
+                  k->name, text);
+    return v;
+}
+
+/* A documented value of `k` means the table's default: the same canonical
+ * text once parsed by the config reader ("64m" is 67108864). */
+static void same_default(const tkd_config_key *k, const char *text, const char *where)
+{
+    if (text[0] == '\0' || !strcmp(text, "empty")) {
+        ck_assert_msg(k->def[0] == '\0', "%s: [%s] %s defaults to empty, the table says '%s'",
+                      where, k->section, k->name, k->def);
+        return;
+    }
+    tkd_config def, doc;
+    tkd_config_init(&def);
+    tkd_config_init(&doc);
+    char err[512] = "";
+    ck_assert_msg(tkd_config_set(&doc, k->section, k->name, text, where, err, sizeof err) == 0,
+                  "%s", err);
+    char a[256], b[256];
+    tkd_config_format(&def, k, a, sizeof a);
+    tkd_config_format(&doc, k, b, sizeof b);
+    ck_assert_msg(!strcmp(a, b), "%s: [%s] %s defaults to '%s' (%s), the table says '%s' (%s)",
+                  where, k->section, k->name, text, b, k->def, a);
+    tkd_config_free(&def);
+    tkd_config_free(&doc);
+}
+
+/* A documented range "A .. B" is the table's [min, max]. */
+static void same_range(const tkd_config_key *k, const char *range, const char *where)
+{
+    const char *dots = strstr(range, " .. ");
+    ck_assert_msg(dots, "%s: [%s] %s: range '%s'", where, k->section, k->name, range);
+    double lo = doc_number(unroff(range, (size_t)(dots - range)), k);
+    double hi = doc_number(unroff(dots + 4, strcspn(dots + 4, ",)( ")), k);
+    ck_assert_msg(lo == k->min && hi == k->max,
+                  "%s: [%s] %s: documented range %g .. %g, the table says %g .. %g", where,
+                  k->section, k->name, lo, hi, k->min, k->max);
+}
+
+/*
+ * man/tickd.8 gives each key as `.BR name " (type, unit, A .. B, default X,
+ * reloaded)"`; config/tickd.ini gives `name = X` after a comment with
+ * "Range: A .. B" and "Reloaded on SIGHUP." or "Needs a restart.".  Both
+ * must say what the table says: default, range, and whether SIGHUP applies
+ * it.  (The shipped file turns [metrics] listen on: its value is the one
+ * documented exception.)
+ */
+static void defaults_documented(const char *t8, const char *ini)
+{
+    size_t nkeys;
+    const tkd_config_key *keys = tkd_config_keys(&nkeys);
+    for (size_t i = 0; i < nkeys; i++) {
+        const tkd_config_key *k = &keys[i];
+        /* The man page. */
+        const char *sec = strstr(t8, xfmt(".SS [%s]\n", k->section));
+        const char *at = strstr(sec, xfmt("\n.BR %s \" (", k->name));
+        ck_assert_msg(at, "tickd.8: no '.BR %s \" (' entry", k->name);
+        const char *open = strchr(at + 1, '(');
+        size_t plen = strcspn(open, "\n");
+        char paren[512];
+        snprintf(paren, sizeof paren, "%.*s", (int)plen, open);
+        const char *d = strstr(paren, "default ");
+        ck_assert_msg(d, "tickd.8: [%s] %s gives no default: %s", k->section, k->name, paren);
+        d += strlen("default ");
+        same_default(k, unroff(d, strcspn(d, ",:)\"")), "tickd.8");
+        if (k->type != TKD_CFG_PATH && k->type != TKD_CFG_LIST && k->type != TKD_CFG_BOOL &&
+            k->type != TKD_CFG_LEVEL) {
+            const char *r = strstr(paren, " .. ");
+            ck_assert_msg(r, "tickd.8: [%s] %s gives no range: %s", k->section, k->name, paren);
+            while (r > paren && r[-1] != ' ' && r[-1] != '(')
+                r--;
+            same_range(k, r, "tickd.8");
+        }
+        ck_assert_msg((strstr(paren, "reloaded") != NULL) == k->reloadable,
+                      "tickd.8: [%s] %s is %s on SIGHUP", k->section, k->name,
+                      k->reloadable ? "reloaded" : "not reloaded");
+
+        /* The shipped config file: the comment above `name =` in its section. */
+        const char *isec = strstr(ini, xfmt("\n[%s]\n", k->section));
+        ck_assert_msg(isec, "config/tickd.ini has no [%s]", k->section);
+        const char *line = strstr(isec, xfmt("\n%s =", k->name));
+        ck_assert_msg(line, "config/tickd.ini: no '%s =' in [%s]", k->name, k->section);
+        const char *block = line;
+        while (block > isec && !(block[-1] == '\n' && block[0] == '\n'))
+            block--;
+        char comment[2048];
+        snprintf(comment, sizeof comment, "%.*s", (int)(line - block), block);
+        const char *v = line + 1 + strlen(k->name) + 2;
+        if (strcmp(k->section, "metrics") || strcmp(k->name, "listen"))
+            same_default(k, unroff(v, strcspn(v, "\n")), "config/tickd.ini");
+        const char *r = strstr(comment, "Range: ");
+        if (r && strstr(r, " .. "))
+            same_range(k, r + strlen("Range: "), "config/tickd.ini");
+        else
+            ck_assert_msg(k->type == TKD_CFG_PATH || k->type == TKD_CFG_LIST ||
+                              k->type == TKD_CFG_BOOL || k->type == TKD_CFG_LEVEL,
+                          "config/tickd.ini: [%s] %s gives no range", k->section, k->name);
+        bool reloaded = strstr(comment, "Reloaded on SIGHUP.") != NULL;
+        bool restart = strstr(comment, "Needs a restart.") != NULL;
+        ck_assert_msg(reloaded != restart && reloaded == k->reloadable,
+                      "config/tickd.ini: [%s] %s must say %s", k->section, k->name,
+                      k->reloadable ? "\"Reloaded on SIGHUP.\"" : "\"Needs a restart.\"");
+    }
+}
+
 /* The man pages render without warnings and cover every flag, config key,
  * signal, exit status and (tickctl) method. */
 START_TEST(systemd_man_pages)
 {
     const char *t8 = read_repo_file("man/tickd.8");
     const char *t1 = read_repo_file("man/tickctl.1");
+    const char *tl = read_repo_file("man/tickd-load.1");
     const char *out;
     const char *help8[] = {tickd_bin(), "--help", NULL};
     ck_assert_int_eq(run_cmd(help8, NULL, &out, 60), 0);
@@ -1213,6 +1431,8 @@ START_TEST(systemd_man_pages)
     const char *help1[] = {ctl, "--help", NULL};
     ck_assert_int_eq(run_cmd(help1, NULL, &out, 60), 0);
     options_in_page(out, t1, "tickctl.1");
+    ck_assert_msg(strstr(out, "/run/tickd.sock"), "tickctl --help omits /run/tickd.sock:\n%s",
+                  out);
     /* Methods: the help's lines "  name.verb ..." */
     int methods = 0;
     for (const char *l = out; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
@@ -1238,6 +1458,7 @@ START_TEST(systemd_man_pages)
         ck_assert_msg(key && (!end || key < end), "tickd.8 does not document [%s] %s",
                       keys[i].section, keys[i].name);
     }
+    defaults_documented(t8, read_repo_file("config/tickd.ini"));
     static const char *const words[] = {".B SIGHUP",       "SIGTERM",        "SIGINT",
                                         ".SH EXIT STATUS", "\n.B 0\n",       "\n.B 1\n",
                                         "\n.B 2\n",        "NOTIFY_SOCKET",  "WATCHDOG_USEC",
@@ -1247,12 +1468,24 @@ START_TEST(systemd_man_pages)
     ck_assert_msg(strstr(t1, ".SH EXIT STATUS") && strstr(t1, "TICKD_SOCKET"),
                   "tickctl.1: exit status, TICKD_SOCKET");
 
+    /* tickd-load(1): every option, the socket fallbacks, the SLO names. */
+    const char *helpl[] = {tickd_load_bin(), "--help", NULL};
+    ck_assert_int_eq(run_cmd(helpl, NULL, &out, 60), 0);
+    options_in_page(out, tl, "tickd-load.1");
+    static const char *const lwords[] = {".SH EXIT STATUS", "TICKD_SOCKET", "/run/tickd.sock",
+                                         "/run/tickd/tickd.sock", "share/tickd/scenarios",
+                                         "mspt_p99", "latency_p99", "tps_min", "rps_min",
+                                         "\n.B errors\n", "overruns", "rss_mib", NULL};
+    for (size_t i = 0; lwords[i]; i++)
+        ck_assert_msg(strstr(tl, lwords[i]), "tickd-load.1 lacks %s", lwords[i]);
+    ck_assert_msg(strstr(out, "/run/tickd.sock"), "tickd-load --help omits /run/tickd.sock");
+
     if (!which("groff")) {
         printf("systemd_man_pages: groff not found, rendering not checked\n");
         return;
     }
-    const char *pages[] = {"man/tickd.8", "man/tickctl.1"};
-    for (size_t i = 0; i < 2; i++) {
+    const char *pages[] = {"man/tickd.8", "man/tickctl.1", "man/tickd-load.1"};
+    for (size_t i = 0; i < 3; i++) {
         const char *g[] = {"groff", "-man", "-ww", "-z", pages[i], NULL};
         int rc = run_cmd(g, NULL, &out, 60);
         ck_assert_msg(rc == 0 && out[0] == '\0', "groff %s (exit %d):\n%s", pages[i], rc, out);
@@ -1290,6 +1523,7 @@ static Suite *systemd_suite(void)
     tcase_add_test(tc, systemd_units_content);
     tcase_add_test(tc, systemd_units_analyze);
     tcase_add_test(tc, systemd_install_layout);
+    tcase_add_test(tc, systemd_install_scenarios);
     tcase_add_test(tc, systemd_man_pages);
     suite_add_tcase(s, tc);
     return s;
