@@ -287,6 +287,8 @@ static void reload_change(void *ud, const tkd_config_key *key, const char *old_t
         tk_engine_set_tick_rate(d->engine, d->cfg.tick_rate);
     else if (!strcmp(s, "engine") && !strcmp(n, "max_dt"))
         tk_engine_set_max_dt(d->engine, d->cfg.max_dt);
+    else if (!strcmp(s, "engine") && !strcmp(n, "pacing"))
+        tk_engine_set_pacing(d->engine, d->cfg.pacing);
     else if (!strcmp(s, "world") && !strcmp(n, "time_dilation"))
         tk_world_set_time_dilation(d->world, d->cfg.time_dilation, NULL);
     else if (!strcmp(s, "world") && !strcmp(n, "max_entities"))
@@ -515,6 +517,7 @@ int tkd_init(tkd *d, char *err, size_t errlen)
     ed.tick_rate = d->cfg.tick_rate;
     ed.fixed_dt = d->cfg.fixed_dt;
     ed.max_dt = d->cfg.max_dt;
+    ed.pacing = d->cfg.pacing;
     ed.time_dilation = d->cfg.time_dilation;
     ed.wait = wait_hook;
     ed.wait_ud = d;
