@@ -11,8 +11,9 @@
  * one wait loop; only the base of the deadline differs.
  *
  * The wait is a hook; the default hook sleeps with clock_nanosleep
- * (TIMER_ABSTIME) and spins the last 100 us.  The process's timer slack is
- * lowered to 1 ns so the kernel wakes us on time.
+ * (TIMER_ABSTIME) and spins the last TK_CLOCK_SPIN_NS.  The thread's timer
+ * slack is lowered to 1 ns so the kernel wakes us on time (it is inherited
+ * by threads created after tk_engine_new).
  *
  * The clock is read once per frame for time; statistics read it again to
  * measure work, which never influences the simulation.
@@ -26,7 +27,6 @@
 
 #include "tickd/error.h"
 
-#define DEFAULT_SPIN_NS 100000ull /* final spin of the default wait */
 #define GAP_WINDOW_S 10           /* gap_max_ms_10s                  */
 #define GAP_RING (GAP_WINDOW_S + 1)
 
@@ -78,7 +78,7 @@ static void default_wait(void *ud, uint64_t deadline_ns)
 {
     (void)ud;
     if (deadline_ns)
-        tk_clock_sleep_until(deadline_ns, DEFAULT_SPIN_NS);
+        tk_clock_sleep_until(deadline_ns, TK_CLOCK_SPIN_NS);
 }
 
 struct tk__ticker *tk__engine_ticker(tk_engine_t *e) { return e->ticker; }
