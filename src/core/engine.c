@@ -60,7 +60,8 @@ struct tk_engine {
     uint64_t dropped_ns;     /* steady: time given up by re-anchoring during
                                 the current run of late frames             */
     uint64_t overruns;       /* frames whose work exceeded the period      */
-    uint64_t behind_ns;      /* accumulated lateness of consecutive slow frames */
+    uint64_t behind_ns;      /* how far behind its pace the loop is (engine.h,
+                                tk_engine_stats.behind_s)                  */
     uint64_t carry_ns[2];    /* work of the wait hook / last post_frame, by
                                 tk_work_kind, for the next frame           */
     uint64_t gap_max[GAP_RING]; /* largest frame gap per second ...       */
