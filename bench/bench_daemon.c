@@ -3,19 +3,28 @@
  * real tickd ($BENCH_BUILD/tickd, default build/bench/tickd) that this
  * program starts in a temporary directory with its own socket, the shipped
  * config/tickd.ini when run from the repository root (else the built-in
- * defaults), --tick-rate 60 and --log-level warn.
+ * defaults), --tick-rate 60, --log-level warn and no /metrics listener.
  *
  *   figure                  how it is measured                      runs
  *   idle_cpu_percent        utime+stime (/proc/PID/stat, whole       one 6 s run
  *                           process) of the idle daemon over 6 s of
  *                           wall time, % of one core
- *   pacing_p99_jitter_us    p99 of |frame period - 1/60 s| over 600  one run of
- *                           consecutive frames, idle world; the      600 frames
- *                           period is the "dt" of the daemon's own
- *                           `frame` events (start of a frame minus
- *                           start of the one before, from the
- *                           daemon's monotonic clock read once per
- *                           frame: no socket latency in it)
+ *   pacing_p99_jitter_us    p99 of |frame period - 1/60 s| over 600  5 runs of 600
+ *                           consecutive frames, idle world, shipped  frames, median
+ *                           (steady) pacing; the period is the "dt"
+ *                           of the daemon's own `frame` events
+ *                           (start of a frame minus start of the
+ *                           one before, from the daemon's monotonic
+ *                           clock read once per frame: no socket
+ *                           latency in it)
+ *   pacing_jitter_ratio     pacing_p99_jitter_us / the p99 of the    median of the
+ *                           bare loop beside it (below), per run     5 per-run ratios
+ *   tps_steady_60           frames per second of a steady-paced      one 60 s run
+ *                           daemon at 60 Hz with 2 burner entities
+ *                           of 1 ms each (2 ms of work per frame):
+ *                           frames run / the daemon's real_time
+ *                           (world.status) over 60 s, both read at
+ *                           frame boundaries
  *   rpc_requests_per_s      engine.info requests answered per second warm-up + 5,
  *                           pipelined on one connection: the client  median
  *                           keeps control.max_pending (1024, as
@@ -34,7 +43,7 @@
  *                           exactly as engine.stats' mspt
  *
  * Extra keys (no goal):
- *   pacing_max_jitter_us            max of the same 600 frames
+ *   pacing_max_jitter_us            max of the same 600 frames (median)
  *   pacing_p99_arrival_jitter_us    the same p99 from the arrival times of
  *                                   the frame events at this client
  *                                   (CLOCK_MONOTONIC): includes the
@@ -44,8 +53,17 @@
  *                                   of this process, during the same 600
  *                                   frames: clock_nanosleep(TIMER_ABSTIME)
  *                                   with 1 ns timer slack and the daemon's
- *                                   final 80 us spin; the machine's floor
- *                                   (a VM's wake-up latency shows here)
+ *                                   final TK_CLOCK_SPIN_NS spin, deadlines
+ *                                   placed by the daemon's rule (a grid for
+ *                                   steady); the machine's floor (a VM's
+ *                                   wake-up latency shows here)
+ *   pacing_p99_jitter_us_unreal,    the same three figures of a second
+ *   ..._bare_sleep_unreal,          idle daemon with engine.pacing=unreal,
+ *   pacing_jitter_ratio_unreal      its runs alternating with the steady
+ *                                   one's
+ *   tps_unreal_60                   as tps_steady_60 for a daemon with
+ *                                   engine.pacing=unreal, run side by side
+ *                                   with it over the same 60 s
  *   idle_cpu_percent_schedstat      the same 6 s from the run time in
  *                                   /proc/PID/task/_/schedstat (ns, all
  *                                   threads): finer than clock ticks
@@ -83,7 +101,8 @@
  * any failure the daemon of that phase is killed, its log's tail is shown,
  * and the phases that do not depend on it still run.  Exit status 0 when
  * every BENCH.md figure was measured, 1 otherwise (the ones measured are
- * still printed).  The whole run takes about 70 s.
+ * still printed).  The whole run takes about 3 minutes; `--pacing` runs
+ * only the idle daemons and the TPS figures (about 2 minutes).
  *
  * What this file does not measure: the core's tick, timer and memory
  * figures (bench_tick.c and the other bench files).
@@ -115,6 +134,7 @@
 
 #include "tickd/alloc.h"
 #include "tickd/clock.h"
+#include "tickd/engine.h"
 
 #define HZ       60.0       /* daemon tick rate                      */
 #define PERIOD_S (1.0 / HZ) /* s                                     */
@@ -140,7 +160,10 @@
 #define MSPT_FRAMES      180      /* frames in the mspt figure (~3 s)       */
 #define PRE_SPAWN_MS     300      /* frames run before the first RSS read   */
 #define MAX_DAEMONS      16       /* daemons started by one run             */
-#define DAEMON_SPIN_NS   80000ull /* the daemon's final spin (daemon.c)     */
+#define TPS_SECONDS      60       /* tps_steady_60: seconds averaged       */
+#define TPS_SETTLE_MS    2000     /* frames run before its first reading   */
+#define TPS_BURNERS      2        /* burner entities of its world ...      */
+#define TPS_BURN_US      1000     /* ... each busy this long per frame     */
 
 /* ---- time, statistics, output ---------------------------------------------- */
 
@@ -213,6 +236,12 @@ enum {
     F_SAVE_GAP,
     F_LOAD_GAP,
     F_LOAD_SECONDS,
+    F_PACING_RATIO,
+    F_PACING_UNREAL,
+    F_PACING_BARE_UNREAL,
+    F_PACING_RATIO_UNREAL,
+    F_TPS_STEADY,
+    F_TPS_UNREAL,
     F_COUNT
 };
 
@@ -242,6 +271,12 @@ static const struct {
     [F_SAVE_GAP] = {"save_1m_max_frame_gap_ms", "%.1f", "ms"},
     [F_LOAD_GAP] = {"load_1m_max_frame_gap_ms", "%.1f", "ms"},
     [F_LOAD_SECONDS] = {"load_1m_seconds", "%.2f", "s"},
+    [F_PACING_RATIO] = {"pacing_jitter_ratio", "%.3f", "x the bare loop"},
+    [F_PACING_UNREAL] = {"pacing_p99_jitter_us_unreal", "%.1f", "us"},
+    [F_PACING_BARE_UNREAL] = {"pacing_p99_jitter_us_bare_sleep_unreal", "%.1f", "us"},
+    [F_PACING_RATIO_UNREAL] = {"pacing_jitter_ratio_unreal", "%.3f", "x the bare loop"},
+    [F_TPS_STEADY] = {"tps_steady_60", "%.4f", "frames/s"},
+    [F_TPS_UNREAL] = {"tps_unreal_60", "%.4f", "frames/s"},
 };
 
 static double fig_val[F_COUNT]; /* measured values                    */
@@ -340,6 +375,10 @@ static bool proc_start(bench *b, proc *p, const char *const *extra)
     argv[n++] = "60";
     argv[n++] = "--log-level";
     argv[n++] = "warn";
+    /* No /metrics listener: daemons of this run may be up side by side, and
+     * another tickd on this machine may hold the shipped port. */
+    argv[n++] = "--set";
+    argv[n++] = "metrics.listen=";
     for (int i = 0; extra && extra[i] && n < 31; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
@@ -930,10 +969,16 @@ static bool phase_idle_cpu(const proc *p)
     return true;
 }
 
-/* The machine's own pacing floor: PACING_FRAMES periods of a bare sleep
- * loop (tk_clock_sleep_until with the daemon's spin), run beside the
- * daemon's frames. */
+/*
+ * The machine's own pacing floor: PACING_FRAMES periods of a bare
+ * clock_nanosleep(TIMER_ABSTIME) loop in a thread of this process, with 1 ns
+ * timer slack and the daemon's last stretch (tk_clock_sleep_until with
+ * TK_CLOCK_SPIN_NS), run beside the daemon's frames and placing its
+ * deadlines by the same rule as the daemon measured: the previous wake-up +
+ * period (unreal) or a fixed grid (steady, re-anchored as the engine does).
+ */
 typedef struct bare_loop {
+    bool steady;                  /* grid deadlines                          */
     double jitter[PACING_FRAMES]; /* us: |period - 1/60 s|                   */
     size_t n;                     /* periods recorded                        */
     volatile sig_atomic_t stop;   /* set to end the loop early               */
@@ -944,24 +989,35 @@ static void *bare_loop_main(void *arg)
     bare_loop *bl = arg;
     prctl(PR_SET_TIMERSLACK, 1UL);
     const uint64_t period = (uint64_t)llround(PERIOD_S * 1e9);
-    uint64_t last = now_ns();
+    uint64_t last = now_ns(), grid = last;
     while (bl->n < PACING_FRAMES && !bl->stop) {
-        tk_clock_sleep_until(last + period, DAEMON_SPIN_NS);
+        uint64_t deadline = (bl->steady ? grid : last) + period;
+        tk_clock_sleep_until(deadline, TK_CLOCK_SPIN_NS);
         uint64_t t = now_ns();
+        grid = t - deadline > TK_PACING_STEADY_MAX_BEHIND * period ? t : deadline;
         bl->jitter[bl->n++] = fabs((double)(t - last) - (double)period) / 1e3;
         last = t;
     }
     return NULL;
 }
 
-/* pacing_p99_jitter_us and its extras, from PACING_FRAMES consecutive
- * frame periods of the idle daemon. */
-static bool phase_pacing(conn *c)
+/* One pacing run: p99 of |period - 1/60 s| of the daemon's frames (from
+ * its own dt), their max, the p99 at this client (arrivals; NAN when too
+ * many events were missing), and the p99 of the bare loop beside it. */
+typedef struct pacing_run {
+    double p99, max, arrival_p99, bare_p99; /* us */
+} pacing_run;
+
+/* PACING_FRAMES consecutive frame periods of the idle daemon on c, with the
+ * bare loop of the same pacing beside it.  False after saying why. */
+static bool phase_pacing(conn *c, bool steady, pacing_run *out)
 {
     size_t n = PACING_FRAMES + 1;
+    const char *mode = steady ? "steady" : "unreal";
     frame_ev *ev = tk_malloc(n * sizeof *ev);
     double *jd = tk_malloc(n * sizeof *jd), *ja = tk_malloc(n * sizeof *ja);
     bare_loop *bl = tk_calloc(1, sizeof *bl);
+    bl->steady = steady;
     pthread_t th;
     bool bare = pthread_create(&th, NULL, bare_loop_main, bl) == 0;
     if (!bare)
@@ -979,22 +1035,20 @@ static bool phase_pacing(conn *c)
         }
         ja[na++] = fabs((double)(ev[i].arrival_ns - ev[i - 1].arrival_ns) / 1e9 - PERIOD_S) * 1e6;
     }
-    double p99 = percentile(jd, PACING_FRAMES, 0.99);
-    double p50 = percentile(jd, PACING_FRAMES, 0.50), mx = jd[PACING_FRAMES - 1];
-    note("pacing over %d frames (the daemon's dt): |period - 16.667 ms| p50 %.1f us, p99 %.1f us, "
-         "max %.1f us",
-         PACING_FRAMES, p50, p99, mx);
-    figure(F_PACING, p99);
-    figure(F_PACING_MAX, mx);
+    out->p99 = percentile(jd, PACING_FRAMES, 0.99);
+    out->max = jd[PACING_FRAMES - 1];
+    note("pacing (%s) over %d frames (the daemon's dt): |period - 16.667 ms| p50 %.1f us, "
+         "p99 %.1f us, max %.1f us",
+         mode, PACING_FRAMES, percentile(jd, PACING_FRAMES, 0.50), out->p99, out->max);
     if (gaps)
         note("pacing: %zu frame events missing (dropped?): arrival periods across them skipped",
              gaps);
+    out->arrival_p99 = NAN;
     if (na >= PACING_FRAMES / 2) {
-        double ap99 = percentile(ja, na, 0.99);
+        out->arrival_p99 = percentile(ja, na, 0.99);
         note("pacing at this client (event arrival): p50 %.1f us, p99 %.1f us, max %.1f us over "
              "%zu periods",
-             percentile(ja, na, 0.50), ap99, ja[na - 1], na);
-        figure(F_PACING_ARRIVAL, ap99);
+             percentile(ja, na, 0.50), out->arrival_p99, ja[na - 1], na);
     }
     ok = true;
 out:
@@ -1002,19 +1056,82 @@ out:
         if (!ok)
             bl->stop = 1;
         pthread_join(th, NULL);
-        if (ok && bl->n == PACING_FRAMES) {
-            double bp99 = percentile(bl->jitter, bl->n, 0.99);
-            note("pacing of a bare sleep loop beside it (the machine's floor): p50 %.1f us, p99 "
-                 "%.1f us, max %.1f us",
-                 percentile(bl->jitter, bl->n, 0.50), bp99, bl->jitter[bl->n - 1]);
-            figure(F_PACING_BARE, bp99);
+        if (ok && bl->n < PACING_FRAMES) {
+            note("pacing: the bare loop recorded %zu of %d periods", bl->n, PACING_FRAMES);
+            ok = false;
+        }
+        if (ok) {
+            out->bare_p99 = percentile(bl->jitter, bl->n, 0.99);
+            note("pacing of a bare %s sleep loop beside it (the machine's floor): p50 %.1f us, "
+                 "p99 %.1f us, max %.1f us",
+                 mode, percentile(bl->jitter, bl->n, 0.50), out->bare_p99,
+                 bl->jitter[bl->n - 1]);
         }
     }
+    ok = ok && bare;
     tk_free(bl);
     tk_free(ev);
     tk_free(jd);
     tk_free(ja);
     return ok;
+}
+
+/* Where pacing_figures reports (-1: not reported). */
+typedef struct pacing_figs {
+    int p99, max, arrival, bare, ratio;
+} pacing_figs;
+
+/* The medians of RUNS pacing runs into their figures; the ratio is the
+ * median of the per-run ratios (each daemon run against the bare loop that
+ * ran beside it). */
+static void pacing_figures(const char *mode, const pacing_run *r, const pacing_figs *pf)
+{
+    double p99[RUNS], mx[RUNS], ar[RUNS], bare[RUNS], ratio[RUNS];
+    size_t nar = 0;
+    char runs[256];
+    size_t k = 0;
+    for (int i = 0; i < RUNS; i++) {
+        p99[i] = r[i].p99;
+        mx[i] = r[i].max;
+        bare[i] = r[i].bare_p99;
+        ratio[i] = r[i].bare_p99 > 0 ? r[i].p99 / r[i].bare_p99 : INFINITY;
+        if (!isnan(r[i].arrival_p99))
+            ar[nar++] = r[i].arrival_p99;
+        k += (size_t)snprintf(runs + k, sizeof runs - k, "%s%.0f/%.0f", i ? " " : "", p99[i],
+                              bare[i]);
+    }
+    note("pacing (%s), p99 us of the daemon / the bare loop, per run: %s", mode, runs);
+    if (pf->p99 >= 0)
+        figure(pf->p99, median(p99, RUNS));
+    if (pf->max >= 0)
+        figure(pf->max, median(mx, RUNS));
+    if (pf->arrival >= 0 && nar == RUNS)
+        figure(pf->arrival, median(ar, RUNS));
+    if (pf->bare >= 0)
+        figure(pf->bare, median(bare, RUNS));
+    if (pf->ratio >= 0)
+        figure(pf->ratio, median(ratio, RUNS));
+}
+
+/*
+ * The pacing figures of both pacings: the shipped daemon on cs (steady)
+ * and a second idle daemon with engine.pacing=unreal on cu, RUNS runs of
+ * PACING_FRAMES frames each, alternating (so a noisy stretch of the
+ * machine falls on both), each beside a bare loop of its rule.
+ */
+static bool phase_pacing_both(conn *cs, conn *cu)
+{
+    static const pacing_figs figs_s = {F_PACING, F_PACING_MAX, F_PACING_ARRIVAL, F_PACING_BARE,
+                                       F_PACING_RATIO};
+    static const pacing_figs figs_u = {F_PACING_UNREAL, -1, -1, F_PACING_BARE_UNREAL,
+                                       F_PACING_RATIO_UNREAL};
+    pacing_run rs[RUNS], ru[RUNS];
+    for (int i = 0; i < RUNS; i++)
+        if (!phase_pacing(cs, true, &rs[i]) || !phase_pacing(cu, false, &ru[i]))
+            return false;
+    pacing_figures("steady", rs, &figs_s);
+    pacing_figures("unreal", ru, &figs_u);
+    return true;
 }
 
 /* rpc_latency_p50_us / _p99_us: LATENCY_CALLS engine.info, one at a time,
@@ -1201,22 +1318,131 @@ static bool phase_rpc(conn *c, size_t n, size_t window, int f)
     return true;
 }
 
-/* The idle daemon: idle CPU, pacing, latency, throughput, in that order
- * (the quiet measurements first).  A failure ends this daemon. */
+/* The idle daemon: idle CPU, pacing (beside a second, unreal-paced,
+ * daemon), latency, throughput, in that order (the quiet measurements
+ * first).  A failure ends these daemons. */
 static void idle_daemon(bench *b)
 {
-    proc p;
-    conn c;
-    note("idle daemon at 60 Hz: CPU over %d s, pacing over %d frames, latency, throughput",
-         IDLE_WINDOW_MS / 1000, PACING_FRAMES);
+    static const char *const extra_u[] = {"--set", "engine.pacing=unreal", NULL};
+    proc p, pu;
+    conn c, cu;
+    note("idle daemon at 60 Hz: CPU over %d s, pacing over %d x %d frames (and as many of an "
+         "unreal-paced daemon), latency, throughput",
+         IDLE_WINDOW_MS / 1000, RUNS, PACING_FRAMES);
     if (!daemon_up(b, &p, &c, NULL))
         return;
-    if (phase_idle_cpu(&p) && phase_pacing(&c) && phase_latency(&c) &&
-        phase_rpc(&c, RPC_N, RPC_WINDOW, F_RPC)) {
+    if (!phase_idle_cpu(&p)) {
+        daemon_fail(&p, &c);
+        return;
+    }
+    if (!daemon_up(b, &pu, &cu, extra_u)) {
+        daemon_fail(&p, &c);
+        return;
+    }
+    sleep_ns(MS(SETTLE_MS));
+    if (!phase_pacing_both(&c, &cu)) {
+        daemon_fail(&pu, &cu);
+        daemon_fail(&p, &c);
+        return;
+    }
+    daemon_down(&pu, &cu);
+    if (phase_latency(&c) && phase_rpc(&c, RPC_N, RPC_WINDOW, F_RPC)) {
         daemon_down(&p, &c);
         return;
     }
     daemon_fail(&p, &c);
+}
+
+/* world.status's frame counter and real time (the sum of the frames' raw
+ * dt: the daemon's own clock, read once per frame start). */
+static bool frame_clock(conn *c, double *frame, double *real_s)
+{
+    json_t *st = conn_call(c, "world.status", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+    if (!st)
+        return false;
+    *frame = jnum(st, "frame", NULL);
+    *real_s = jnum(st, "real_time", NULL);
+    json_decref(st);
+    return !isnan(*frame) && !isnan(*real_s);
+}
+
+/*
+ * tps_steady_60 and tps_unreal_60: two daemons at 60 Hz side by side, one
+ * with each pacing, each with TPS_BURNERS burner entities busy TPS_BURN_US
+ * per frame (a working world with headroom, 12% of the period: frames that
+ * start late, or overrun on a busy machine, are the ones to pay back);
+ * after TPS_SETTLE_MS, frames run over TPS_SECONDS of the daemon's own
+ * frame clock: (frame1 - frame0) / (real_time1 - real_time0), both read
+ * at frame boundaries, so no socket latency enters the rate.
+ */
+static void steady_tps(bench *b)
+{
+    static const char *const extra_u[] = {"--set", "engine.pacing=unreal", NULL};
+    static const char *const extra_s[] = {"--set", "engine.pacing=steady", NULL};
+    proc ps, pu;
+    conn cs, cu;
+    note("TPS over %d s at 60 Hz, steady and unreal pacing side by side (%d burners x %d us "
+         "per frame each)",
+         TPS_SECONDS, TPS_BURNERS, TPS_BURN_US);
+    if (!daemon_up(b, &ps, &cs, extra_s))
+        return;
+    if (!daemon_up(b, &pu, &cu, extra_u)) {
+        daemon_fail(&ps, &cs);
+        return;
+    }
+    char params[128];
+    snprintf(params, sizeof params, "{\"class\":\"burner\",\"count\":%d,\"props\":{\"work_us\":%d}}",
+             TPS_BURNERS, TPS_BURN_US);
+    json_t *r1 = conn_call(&cs, "entity.spawn", params, now_ns() + MS(CALL_TIMEOUT_MS));
+    json_t *r2 = r1 ? conn_call(&cu, "entity.spawn", params, now_ns() + MS(CALL_TIMEOUT_MS)) : NULL;
+    bool ok = r1 && r2;
+    json_decref(r1);
+    json_decref(r2);
+    double f0s, t0s, f0u, t0u, f1s, t1s, f1u, t1u;
+    json_t *st0 = NULL, *st1 = NULL, *su0 = NULL, *su1 = NULL;
+    if (ok) {
+        sleep_ns(MS(TPS_SETTLE_MS));
+        st0 = conn_call(&cs, "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+        su0 = conn_call(&cu, "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+        ok = st0 && su0 && frame_clock(&cs, &f0s, &t0s) && frame_clock(&cu, &f0u, &t0u);
+    }
+    uint64_t w0 = now_ns();
+    if (ok) {
+        sleep_ns(MS(TPS_SECONDS * 1000));
+        ok = frame_clock(&cs, &f1s, &t1s) && frame_clock(&cu, &f1u, &t1u);
+    }
+    double wall = (double)(now_ns() - w0) / 1e9;
+    if (ok) {
+        st1 = conn_call(&cs, "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+        su1 = conn_call(&cu, "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+        ok = st1 && su1;
+    }
+    if (ok && t1s > t0s && t1u > t0u) {
+        double tps_s = (f1s - f0s) / (t1s - t0s), tps_u = (f1u - f0u) / (t1u - t0u);
+        note("steady: %.0f frames in %.4f s = %.4f TPS, %.1f frames short of 60 Hz (%.2f s at "
+             "this client), %.0f overruns, mspt p50 %.2f ms",
+             f1s - f0s, t1s - t0s, tps_s, (t1s - t0s) * HZ - (f1s - f0s), wall,
+             jnum(st1, "overruns", NULL) - jnum(st0, "overruns", NULL),
+             jnum(st1, "mspt", "p50"));
+        note("unreal: %.0f frames in %.4f s = %.4f TPS, %.1f frames short of 60 Hz (%.2f s at "
+             "this client), %.0f overruns, mspt p50 %.2f ms",
+             f1u - f0u, t1u - t0u, tps_u, (t1u - t0u) * HZ - (f1u - f0u), wall,
+             jnum(su1, "overruns", NULL) - jnum(su0, "overruns", NULL),
+             jnum(su1, "mspt", "p50"));
+        figure(F_TPS_STEADY, tps_s);
+        figure(F_TPS_UNREAL, tps_u);
+    }
+    json_decref(st0);
+    json_decref(st1);
+    json_decref(su0);
+    json_decref(su1);
+    if (ok) {
+        daemon_down(&ps, &cs);
+        daemon_down(&pu, &cu);
+    } else {
+        daemon_fail(&ps, &cs);
+        daemon_fail(&pu, &cu);
+    }
 }
 
 /* rpc_requests_per_s_unbounded: a daemon without the per-connection limit. */
@@ -1842,6 +2068,7 @@ int main(int argc, char **argv)
     bool hostile_only = argc > 1 && !strcmp(argv[1], "--hostile");
     /* --snapshots: only the save and load figures (for working on them) */
     bool snapshots_only = argc > 1 && !strcmp(argv[1], "--snapshots");
+    bool pacing_only = argc > 1 && !strcmp(argv[1], "--pacing");
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -1869,14 +2096,17 @@ int main(int argc, char **argv)
         return fig_ok[F_SAVE_GAP] && fig_ok[F_LOAD_GAP] ? 0 : 1;
     }
     idle_daemon(&b);
-    unbounded_daemon(&b);
-    counters(&b);
-    movers(&b);
-    save_gap(&b);
-    if (hostile(&b)) {
-        figure(F_HOSTILE_GAP, hostile_gap_max);
-        figure(F_IDLE_GAP, hostile_gap_idle);
+    if (!pacing_only) {
+        unbounded_daemon(&b);
+        counters(&b);
+        movers(&b);
+        save_gap(&b);
+        if (hostile(&b)) {
+            figure(F_HOSTILE_GAP, hostile_gap_max);
+            figure(F_IDLE_GAP, hostile_gap_idle);
+        }
     }
+    steady_tps(&b);
 
     cleanup_files();
     if (rmdir(b.dir) != 0 && errno != ENOENT)
@@ -1891,7 +2121,7 @@ int main(int argc, char **argv)
         else
             snprintf(v, sizeof v, "not measured");
         fprintf(stderr, "%-32s %14s  %s\n", figs[f].key, v, figs[f].unit);
-        if (!fig_ok[f] && f < F_REQUIRED)
+        if (!fig_ok[f] && f < F_REQUIRED && !pacing_only)
             missing++;
     }
     fprintf(stderr, "(%.0f s in all)\n", (double)(now_ns() - t0) / 1e9);

@@ -19,7 +19,7 @@ for b in "$dir"/bench/bench_*; do
   fi
 done
 
-# key | goal shown | comparison (le/ge/-) | threshold
+# key | goal shown | comparison (le/ge/in/-) | threshold (in: low:high)
 goals='tick_ns_per_function_1m|<= 5|le|5
 tick_ns_per_function_100k|-|-|0
 tick_ns_per_function_10k|-|-|0
@@ -30,6 +30,10 @@ bytes_per_tick_function|<= 64|le|64
 timer_ns_per_op|-|-|0
 timer_ratio_vs_libevent|>= 2|ge|2
 pacing_p99_jitter_us|<= 250|le|250
+pacing_jitter_ratio|<= 1.2|le|1.2
+pacing_jitter_ratio_unreal|<= 1.2|le|1.2
+tps_steady_60|60 +- 0.06|in|59.94:60.06
+tps_unreal_60|-|-|0
 idle_cpu_percent|<= 1|le|1
 rpc_requests_per_s|>= 100000|ge|100000
 spawn_1m_seconds|<= 1|le|1
@@ -66,6 +70,7 @@ while IFS='|' read -r k g cmp thr; do
   case $cmp in
     le) awk -v a="$v" -v b="$thr" 'BEGIN{exit !(a<=b)}' && mark="ok" || mark="MISSED" ;;
     ge) awk -v a="$v" -v b="$thr" 'BEGIN{exit !(a>=b)}' && mark="ok" || mark="MISSED" ;;
+    in) awk -v a="$v" -v r="$thr" 'BEGIN{split(r,x,":"); exit !(a>=x[1] && a<=x[2])}' && mark="ok" || mark="MISSED" ;;
   esac
   printf '%-36s %14s %12s %s\n' "$k" "$v" "$g" "$mark"
 done <<<"$goals"

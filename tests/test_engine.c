@@ -1,11 +1,13 @@
 /*
  * test_engine.c - the engine loop: pacing measured from the previous frame's
- * start, unlimited rate, fixed dt, max_dt, frame counter at the very end,
- * overruns, stop and max_frames.  A fake clock and a fake wait hook make time
- * exact: nothing sleeps.
+ * start (unreal) or on a fixed grid (steady), unlimited rate, fixed dt,
+ * max_dt, frame counter at the very end, overruns, stop and max_frames.  A
+ * fake clock and a fake wait hook make time exact: nothing sleeps; a late
+ * wake-up is a wait hook that returns after its deadline.
  */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tickd/tickd.h"
 #include "check_main.h"
@@ -302,6 +304,263 @@ START_TEST(engine_rate_change_while_waiting)
 }
 END_TEST
 
+/* ---- pacing: unreal vs steady ------------------------------------------------------ */
+
+static uint64_t g_oversleep[64]; /* ns the n-th wait returns after its deadline */
+
+/* The fake wait, waking g_oversleep[n] late on its n-th call. */
+static void late_wait(void *ud, uint64_t deadline)
+{
+    (void)ud;
+    int n = g_nwaits;
+    if (g_nwaits < 64)
+        g_waits[g_nwaits++] = deadline;
+    if (deadline > g_now)
+        g_now = deadline + (n < 64 ? g_oversleep[n] : 0);
+}
+
+static tk_engine_t *mk_paced(double hz, tk_pacing pacing)
+{
+    g_now = 1000000000ull;
+    g_nwaits = 0;
+    g_work = 0;
+    g_nframes = 0;
+    memset(g_oversleep, 0, sizeof g_oversleep);
+    tk_engine_desc d;
+    tk_engine_desc_default(&d);
+    d.tick_rate = hz;
+    d.pacing = pacing;
+    d.clock = fake_clock;
+    d.wait = late_wait;
+    d.pre_world = pre_world;
+    tk_engine_t *e;
+    ck_assert_int_eq(tk_engine_new(&d, &e), 0);
+    return e;
+}
+
+#define T0 1000000000ull /* the fake clock's start      */
+#define P10 100000000ull /* the period at 10 Hz, in ns */
+
+START_TEST(engine_pacing_default_is_unreal)
+{
+    tk_engine_desc d;
+    tk_engine_desc_default(&d);
+    ck_assert_int_eq(d.pacing, TK_PACING_UNREAL);
+    tk_engine_t *e = mk(10, 0);
+    ck_assert_int_eq(tk_engine_pacing(e), TK_PACING_UNREAL);
+    tk_engine_free(e);
+    tk_pacing p;
+    ck_assert_int_eq(tk_pacing_parse("steady", &p), 0);
+    ck_assert_int_eq(p, TK_PACING_STEADY);
+    ck_assert_int_eq(tk_pacing_parse("unreal", &p), 0);
+    ck_assert_int_eq(p, TK_PACING_UNREAL);
+    ck_assert_int_eq(tk_pacing_parse("Steady", &p), TK_EINVAL);
+    ck_assert_int_eq(tk_pacing_parse(NULL, &p), TK_EINVAL);
+    ck_assert_str_eq(tk_pacing_name(TK_PACING_STEADY), "steady");
+    ck_assert_str_eq(tk_pacing_name(TK_PACING_UNREAL), "unreal");
+    ck_assert_ptr_null(tk_pacing_name((tk_pacing)7));
+    d.pacing = (tk_pacing)7;
+    e = NULL;
+    ck_assert_int_eq(tk_engine_new(&d, &e), TK_EINVAL);
+    ck_assert_ptr_null(e);
+}
+END_TEST
+
+/* One wake-up 30 ms late: unreal waits a whole period from that late start
+ * (the 30 ms are lost), steady keeps its next deadline on the grid (paid
+ * back by a 70 ms period). */
+START_TEST(engine_unreal_late_wakeup_is_lost)
+{
+    tk_engine_t *e = mk_paced(10, TK_PACING_UNREAL);
+    g_oversleep[1] = 30000000;
+    for (int i = 0; i < 5; i++)
+        tk_engine_frame(e);
+    ck_assert_int_eq(g_nwaits, 4);
+    ck_assert_uint_eq(g_waits[0], T0 + 1 * P10);
+    ck_assert_uint_eq(g_waits[1], T0 + 2 * P10);
+    ck_assert_uint_eq(g_waits[2], T0 + 3 * P10 + 30000000); /* shifted for good */
+    ck_assert_uint_eq(g_waits[3], T0 + 4 * P10 + 30000000);
+    ck_assert_uint_eq(tk_engine_last_frame(e)->deadline_ns, T0 + 4 * P10 + 30000000);
+    tk_engine_free(e);
+}
+END_TEST
+
+START_TEST(engine_steady_late_wakeup_is_paid_back)
+{
+    tk_engine_t *e = mk_paced(10, TK_PACING_STEADY);
+    g_oversleep[1] = 30000000;
+    for (int i = 0; i < 5; i++)
+        tk_engine_frame(e);
+    ck_assert_int_eq(g_nwaits, 4);
+    ck_assert_uint_eq(g_waits[0], T0 + 1 * P10);
+    ck_assert_uint_eq(g_waits[1], T0 + 2 * P10);
+    ck_assert_uint_eq(g_waits[2], T0 + 3 * P10); /* still on the grid */
+    ck_assert_uint_eq(g_waits[3], T0 + 4 * P10);
+    const tk_frame_info *f = tk_engine_last_frame(e);
+    ck_assert_uint_eq(f->start_ns, T0 + 4 * P10);
+    ck_assert_uint_eq(f->deadline_ns, T0 + 4 * P10);
+    /* dt is still the real time between starts: the late frame's 130 ms,
+     * then the 70 ms that paid it back. */
+    tk_world_time t;
+    tk_world_get_time(tk_engine_world(e), &t);
+    ck_assert_double_eq_tol(t.raw_dt, 0.1, 1e-9);
+    ck_assert_double_eq_tol(t.real_time, 0.5, 1e-9); /* 5 frames, 5 periods */
+    tk_engine_free(e);
+}
+END_TEST
+
+/* Every wake-up 1 ms late, 60 Hz, 600 frames: unreal runs a period plus the
+ * lateness per frame (59.64 frames per second); steady's average period is
+ * the period exactly (the constant lateness cancels out). */
+START_TEST(engine_steady_average_rate_is_the_tick_rate)
+{
+    for (int k = 0; k < 2; k++) {
+        tk_pacing pacing = k ? TK_PACING_STEADY : TK_PACING_UNREAL;
+        tk_engine_t *e = mk_paced(60, pacing);
+        for (int i = 0; i < 64; i++)
+            g_oversleep[i] = 1000000;
+        g_work = 2000000; /* 2 ms of work per frame */
+        const uint64_t period = 16666667;
+        tk_engine_frame(e); /* at once */
+        tk_engine_frame(e); /* the first one that waited (1 ms late) */
+        uint64_t first = tk_engine_last_frame(e)->start_ns;
+        for (int i = 0; i < 600; i++) {
+            g_nwaits = 0; /* keep the oversleep table in range */
+            tk_engine_frame(e);
+        }
+        uint64_t last = tk_engine_last_frame(e)->start_ns;
+        if (pacing == TK_PACING_STEADY) {
+            ck_assert_uint_eq(last - first, 600 * period);
+            ck_assert_double_eq_tol(tk_engine_behind_s(e), 0.001, 1e-12);
+        } else {
+            ck_assert_uint_eq(last - first, 600 * (period + 1000000));
+        }
+        tk_engine_free(e);
+    }
+}
+END_TEST
+
+/* Frames of 250 ms at 10 Hz: steady runs them back to back (polling, no
+ * wait) while they fall behind, and once one starts more than
+ * TK_PACING_STEADY_MAX_BEHIND periods after its grid point the grid starts
+ * again at that frame; when the work stops, frames are back on a grid. */
+START_TEST(engine_steady_reanchors_instead_of_bursting)
+{
+    tk_engine_t *e = mk_paced(10, TK_PACING_STEADY);
+    g_work = 250000000;
+    /* Frame k starts at T0 + 250 ms * k; its grid point is T0 + 100 ms * k,
+     * so it is 150 ms * k late: frame 3 is 450 ms > 400 ms late and the
+     * grid re-anchors there. */
+    uint64_t start[6];
+    for (int i = 0; i < 6; i++) {
+        tk_engine_frame(e);
+        start[i] = tk_engine_last_frame(e)->start_ns;
+        ck_assert_uint_eq(start[i], T0 + 250000000ull * (uint64_t)i);
+    }
+    for (int i = 0; i < g_nwaits; i++)
+        ck_assert_uint_eq(g_waits[i], 0); /* polls only: behind all along */
+    ck_assert_uint_eq(tk_engine_last_frame(e)->deadline_ns, start[3] + 2 * P10);
+    /* Behind: what re-anchoring dropped (450 ms at frame 3) plus the current
+     * lateness (frame 5 is 300 ms behind the grid started at frame 3). */
+    ck_assert_double_eq_tol(tk_engine_behind_s(e), 0.45 + 0.3, 1e-9);
+    g_work = 0;
+    g_nwaits = 0;
+    /* Frame 6 (grid point start[3] + 300 ms = start[5] - 200 ms: 450 ms
+     * late, re-anchors again); from then on, a wait of one period each. */
+    tk_engine_frame(e);
+    uint64_t s6 = tk_engine_last_frame(e)->start_ns;
+    ck_assert_uint_eq(s6, start[5] + 250000000ull);
+    tk_engine_frame(e);
+    tk_engine_frame(e);
+    ck_assert_int_eq(g_nwaits, 3);
+    ck_assert_uint_eq(g_waits[0], 0);
+    ck_assert_uint_eq(g_waits[1], s6 + P10);
+    ck_assert_uint_eq(g_waits[2], s6 + 2 * P10);
+    ck_assert_double_eq_tol(tk_engine_behind_s(e), 0.0, 1e-12);
+    tk_engine_free(e);
+}
+END_TEST
+
+/* A short stall (one 250 ms frame at 10 Hz) is caught up: the frames after
+ * it run back to back until they are on the grid again, so no frame of the
+ * grid is lost. */
+START_TEST(engine_steady_catches_up_a_short_stall)
+{
+    tk_engine_t *e = mk_paced(10, TK_PACING_STEADY);
+    tk_engine_frame(e); /* frame 0 at T0 */
+    g_work = 250000000;
+    tk_engine_frame(e); /* frame 1 at T0 + 100 ms, ends at T0 + 350 ms */
+    g_work = 10000000;
+    g_nwaits = 0;
+    tk_engine_frame(e); /* frame 2: due at 200, starts at 350 */
+    ck_assert_uint_eq(tk_engine_last_frame(e)->start_ns, T0 + 350000000ull);
+    ck_assert_double_eq_tol(tk_engine_behind_s(e), 0.15, 1e-9);
+    tk_engine_frame(e); /* frame 3: due at 300, starts at 360 */
+    ck_assert_uint_eq(tk_engine_last_frame(e)->start_ns, T0 + 360000000ull);
+    tk_engine_frame(e); /* frame 4: due at 400, waits */
+    ck_assert_uint_eq(tk_engine_last_frame(e)->start_ns, T0 + 400000000ull);
+    ck_assert_int_eq(g_nwaits, 3);
+    ck_assert_uint_eq(g_waits[0], 0);
+    ck_assert_uint_eq(g_waits[1], 0);
+    ck_assert_uint_eq(g_waits[2], T0 + 400000000ull);
+    ck_assert_double_eq_tol(tk_engine_behind_s(e), 0.0, 1e-12);
+    tk_world_time t;
+    tk_world_get_time(tk_engine_world(e), &t);
+    ck_assert_double_eq_tol(t.real_time, 0.5, 1e-9); /* 5 frames in 5 periods */
+    /* Unreal, the same frames: the 150 ms are lost. */
+    tk_engine_free(e);
+    e = mk_paced(10, TK_PACING_UNREAL);
+    tk_engine_frame(e);
+    g_work = 250000000;
+    tk_engine_frame(e);
+    g_work = 10000000;
+    tk_engine_frame(e);
+    tk_engine_frame(e);
+    tk_engine_frame(e);
+    ck_assert_uint_eq(tk_engine_last_frame(e)->start_ns, T0 + 550000000ull);
+    tk_engine_free(e);
+}
+END_TEST
+
+/* Switching pacing between frames: steady starts its grid at the last
+ * frame's start; a rate change keeps the grid's last point; a sprint
+ * (unpaced) re-anchors it at every frame. */
+START_TEST(engine_pacing_switch_and_rate_change)
+{
+    tk_engine_t *e = mk_paced(10, TK_PACING_UNREAL);
+    g_oversleep[0] = 5000000;
+    tk_engine_frame(e);
+    tk_engine_frame(e); /* due T0 + 100, starts 5 ms late */
+    uint64_t s1 = tk_engine_last_frame(e)->start_ns;
+    ck_assert_uint_eq(s1, T0 + P10 + 5000000);
+    ck_assert_int_eq(tk_engine_set_pacing(e, TK_PACING_STEADY), 0);
+    ck_assert_int_eq(tk_engine_pacing(e), TK_PACING_STEADY);
+    ck_assert_int_eq(tk_engine_set_pacing(e, (tk_pacing)9), TK_EINVAL);
+    ck_assert_int_eq(tk_engine_pacing(e), TK_PACING_STEADY);
+    g_oversleep[1] = 7000000;
+    tk_engine_frame(e); /* the grid starts at s1 */
+    tk_engine_frame(e);
+    ck_assert_uint_eq(g_waits[1], s1 + P10);
+    ck_assert_uint_eq(g_waits[2], s1 + 2 * P10);
+    /* 20 Hz from the last grid point on. */
+    ck_assert_int_eq(tk_engine_set_tick_rate(e, 20), 0);
+    tk_engine_frame(e);
+    ck_assert_uint_eq(g_waits[3], s1 + 2 * P10 + P10 / 2);
+    /* A sprint, then paced again: the grid continues from the last start. */
+    tk_engine_set_unpaced(e, true);
+    g_work = 1000000;
+    tk_engine_frame(e);
+    tk_engine_frame(e);
+    uint64_t sp = tk_engine_last_frame(e)->start_ns;
+    tk_engine_set_unpaced(e, false);
+    g_work = 0;
+    int n = g_nwaits;
+    tk_engine_frame(e);
+    ck_assert_uint_eq(g_waits[n], sp + P10 / 2);
+    tk_engine_free(e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -316,6 +575,13 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, engine_invalid_settings);
     tcase_add_test(tc, engine_unpaced_sprint);
     tcase_add_test(tc, engine_rate_change_while_waiting);
+    tcase_add_test(tc, engine_pacing_default_is_unreal);
+    tcase_add_test(tc, engine_unreal_late_wakeup_is_lost);
+    tcase_add_test(tc, engine_steady_late_wakeup_is_paid_back);
+    tcase_add_test(tc, engine_steady_average_rate_is_the_tick_rate);
+    tcase_add_test(tc, engine_steady_reanchors_instead_of_bursting);
+    tcase_add_test(tc, engine_steady_catches_up_a_short_stall);
+    tcase_add_test(tc, engine_pacing_switch_and_rate_change);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -4,11 +4,11 @@
  * One frame (Unreal's FEngineLoop::Tick -> UWorld::Tick), written once here
  * and followed by engine.c in this order:
  *
- *   1. Pace: wait until `period` has passed since the previous frame's start
- *      (max tick rate; period measured from the previous frame's start, as
- *      UpdateTimeAndHandleMaxTickRate).  The wait is a hook: the daemon serves
- *      its socket there.  Tick rate 0: the hook is called with deadline 0 (poll
- *      without waiting).
+ *   1. Pace: wait until the frame's deadline (tk_pacing: `unreal`, the
+ *      previous frame's start + period, as UpdateTimeAndHandleMaxTickRate; or
+ *      `steady`, the next point of a fixed grid of periods).  The wait is a
+ *      hook: the daemon serves its socket there.  Tick rate 0: the hook is
+ *      called with deadline 0 (poll without waiting).
  *   2. Time: read the clock once; raw dt = now - previous frame start (or the
  *      fixed dt), clamped to max_dt; the world derives its dilated dt.
  *   3. pre_world hook: deferred control requests (TickDeferredCommands).
@@ -18,9 +18,33 @@
  *   5. Core ticker (raw dt, also while paused), then the post_frame hook
  *      (stats, events, watchdog), then the frame counter + 1 - at the very end.
  *
- * A frame that runs long is not caught up: the next frame's dt is longer
- * (then clamped).  It counts as an overrun when its work time exceeds the
+ * dt is always the real time between two frame starts (then clamped), in
+ * both pacings.  A frame counts as an overrun when its work time exceeds the
  * period.
+ *
+ * Pacing (tk_engine_desc.pacing, tk_engine_set_pacing):
+ *
+ *   TK_PACING_UNREAL  Unreal's MaxTickRate rule: deadline = the previous
+ *                     frame's start + period.  Whatever makes a frame start
+ *                     late (a late wake-up, a long frame) is never paid back,
+ *                     so the average rate is below the tick rate by the mean
+ *                     lateness (a 100 us wake-up latency at 60 Hz: 0.6%).
+ *   TK_PACING_STEADY  Deadlines on a fixed grid: deadline = the previous
+ *                     frame's grid point + period, wherever in its period
+ *                     that frame actually started.  A late start is paid
+ *                     back by the next, shorter, period; frames that fell
+ *                     behind run back to back until the loop is on the grid
+ *                     again.  Once a frame starts more than
+ *                     TK_PACING_STEADY_MAX_BEHIND periods after its grid
+ *                     point, the grid re-anchors at that frame's start (the
+ *                     time is dropped, as with unreal) instead of bursting
+ *                     that many frames.  The average rate equals the tick
+ *                     rate whenever the loop can keep up; a constant
+ *                     wake-up latency cancels out of every period.
+ *
+ * A change of tick rate applies to the deadline being waited for (the grid
+ * continues from the last grid point with the new period); sprinting
+ * (tk_engine_set_unpaced) and tick rate 0 re-anchor the grid at every frame.
  */
 #ifndef TICKD_ENGINE_H
 #define TICKD_ENGINE_H
@@ -43,6 +67,21 @@ extern "C" {
  * deadline_ns == 0: poll once without blocking.
  */
 typedef void (*tk_wait_fn)(void *ud, uint64_t deadline_ns);
+
+/* How frame deadlines are placed (see the top of this file). */
+typedef enum tk_pacing {
+    TK_PACING_UNREAL = 0,   /* previous start + period (Unreal's MaxTickRate) */
+    TK_PACING_STEADY = 1    /* a fixed grid: late starts are paid back        */
+} tk_pacing;
+
+/* Steady pacing re-anchors its grid once a frame starts more than this many
+ * periods after its grid point (at 60 Hz: 66.7 ms). */
+#define TK_PACING_STEADY_MAX_BEHIND 4
+
+/* "unreal", "steady"; NULL for anything else. */
+const char *tk_pacing_name(tk_pacing p);
+/* The pacing named `name` into *out: 0, or TK_EINVAL for an unknown name. */
+int tk_pacing_parse(const char *name, tk_pacing *out);
 
 typedef struct tk_frame_info {
     uint64_t frame;         /* number of the frame that just ran           */
@@ -69,6 +108,9 @@ typedef struct tk_frame_info {
     uint64_t gap_ns;        /* start of this frame - start of the previous
                                (what a client sees; 0 for the first)      */
     uint64_t period_ns;     /* target period (0 = unlimited)               */
+    uint64_t deadline_ns;   /* monotonic deadline this frame waited for (0:
+                               not paced); start_ns - deadline_ns is how
+                               late it started                             */
     bool overrun;           /* work_ns > period_ns                         */
     bool paused;            /* ran as a pause frame                        */
 } tk_frame_info;
@@ -79,6 +121,7 @@ typedef struct tk_engine_desc {
     double max_dt;          /* s; clamp on the raw dt; 0 = no clamp          */
     double time_dilation;   /* initial world dilation; 0 means 1             */
     uint64_t max_frames;    /* tk_engine_run stops after this many; 0 = never */
+    tk_pacing pacing;       /* TK_PACING_UNREAL (0, the default) or STEADY   */
     tk_clock_fn clock;      /* NULL: CLOCK_MONOTONIC                         */
     void *clock_ud;
     tk_wait_fn wait;        /* NULL: tk_clock_sleep_until                    */
@@ -88,7 +131,8 @@ typedef struct tk_engine_desc {
     void *hook_ud;
 } tk_engine_desc;
 
-/* Fill a desc with the shipped defaults: 60 Hz, real time, max_dt 0.4. */
+/* Fill a desc with the shipped defaults: 60 Hz, real time, max_dt 0.4,
+ * unreal pacing (Unreal's MaxTickRate; the daemon ships steady). */
 void tk_engine_desc_default(tk_engine_desc *desc);
 
 /* Create an engine and its world.  Validates the desc (rates finite, >= 0). */
@@ -114,6 +158,10 @@ int tk_engine_set_fixed_dt(tk_engine_t *e, double s);
 double tk_engine_fixed_dt(const tk_engine_t *e);
 int tk_engine_set_max_dt(tk_engine_t *e, double s);
 double tk_engine_max_dt(const tk_engine_t *e);
+/* Change the pacing from the next deadline on (TK_EINVAL for an unknown
+ * value).  Steady pacing starts its grid at the last frame's start. */
+int tk_engine_set_pacing(tk_engine_t *e, tk_pacing p);
+tk_pacing tk_engine_pacing(const tk_engine_t *e);
 /*
  * Work the wait hook did on the frame thread (e.g. requests run between
  * frames), attributed to the next frame: it is added to that frame's
@@ -143,7 +191,12 @@ typedef struct tk_engine_stats {
     double tps_1s, tps_10s, tps_1m;   /* frames per second over the windows */
     tk_mspt mspt;
     uint64_t overruns;                /* frames whose work exceeded the period */
-    double behind_s;                  /* how far the loop is behind its pace  */
+    double behind_s;                  /* how far the loop is behind its pace:
+                                         unreal, the lateness summed over the
+                                         current run of late frames; steady,
+                                         the last start's distance from its
+                                         grid point plus the time dropped by
+                                         re-anchoring during that run       */
     double gap_max_ms_10s;            /* largest gap between frame starts over
                                          the last 10 whole seconds + this one */
     tk_frame_info last;               /* the last frame                       */

@@ -3,7 +3,7 @@
  *
  * tk_clock_sleep_until sleeps with clock_nanosleep(TIMER_ABSTIME) until
  * `spin_ns` before the deadline, then spins on the clock for the rest.  With
- * the process's timer slack lowered (prctl PR_SET_TIMERSLACK, done by the
+ * the thread's timer slack lowered (prctl PR_SET_TIMERSLACK, done by the
  * engine) the kernel wakes us within tens of microseconds, so a short spin
  * hits the deadline without burning an idle core.
  */

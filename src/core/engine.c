@@ -2,11 +2,18 @@
  * engine.c - the engine loop: pacing, time, hooks and the frame counter, in
  * the order written down in engine.h.
  *
- * Pacing is Unreal's max tick rate: the deadline of a frame is the previous
- * frame's start + period, so work time is absorbed and a late frame is not
- * caught up (its dt is simply longer).  The wait is a hook; the default hook
- * sleeps with clock_nanosleep(TIMER_ABSTIME) and spins the last 100 us.  The
- * process's timer slack is lowered to 1 ns so the kernel wakes us on time.
+ * Pacing (engine.h has the rules): `unreal` is Unreal's max tick rate, the
+ * deadline of a frame is the previous frame's start + period, so work time
+ * is absorbed and a late frame is not caught up (its dt is simply longer);
+ * `steady` keeps the deadlines on a grid (grid_ns: the point the last frame
+ * was due at), so lateness is paid back, and re-anchors the grid once a
+ * frame is more than TK_PACING_STEADY_MAX_BEHIND periods late.  Both share
+ * one wait loop; only the base of the deadline differs.
+ *
+ * The wait is a hook; the default hook sleeps with clock_nanosleep
+ * (TIMER_ABSTIME) and spins the last TK_CLOCK_SPIN_NS.  The thread's timer
+ * slack is lowered to 1 ns so the kernel wakes us on time (it is inherited
+ * by threads created after tk_engine_new).
  *
  * The clock is read once per frame for time; statistics read it again to
  * measure work, which never influences the simulation.
@@ -20,7 +27,6 @@
 
 #include "tickd/error.h"
 
-#define DEFAULT_SPIN_NS 100000ull /* final spin of the default wait */
 #define GAP_WINDOW_S 10           /* gap_max_ms_10s                  */
 #define GAP_RING (GAP_WINDOW_S + 1)
 
@@ -33,6 +39,7 @@ struct tk_engine {
     uint64_t fixed_dt_ns;    /* 0 = real time                              */
     uint64_t max_dt_ns;      /* 0 = no clamp                               */
     uint64_t max_frames;     /* tk_engine_run limit, 0 = none              */
+    tk_pacing pacing;        /* how deadlines are placed                   */
     bool unpaced;            /* sprint                                     */
     bool stop;               /* tk_engine_stop called                      */
     bool started;            /* a frame has run                            */
@@ -46,8 +53,15 @@ struct tk_engine {
     void *hook_ud;
 
     uint64_t last_start_ns;  /* start of the previous frame (after wait)   */
+    uint64_t grid_ns;        /* steady: the grid point the previous frame
+                                was due at (its start when unpaced, unreal
+                                or re-anchored); the next deadline is
+                                grid_ns + period                           */
+    uint64_t dropped_ns;     /* steady: time given up by re-anchoring during
+                                the current run of late frames             */
     uint64_t overruns;       /* frames whose work exceeded the period      */
-    uint64_t behind_ns;      /* accumulated lateness of consecutive slow frames */
+    uint64_t behind_ns;      /* how far behind its pace the loop is (engine.h,
+                                tk_engine_stats.behind_s)                  */
     uint64_t carry_ns[2];    /* work of the wait hook / last post_frame, by
                                 tk_work_kind, for the next frame           */
     uint64_t gap_max[GAP_RING]; /* largest frame gap per second ...       */
@@ -65,7 +79,7 @@ static void default_wait(void *ud, uint64_t deadline_ns)
 {
     (void)ud;
     if (deadline_ns)
-        tk_clock_sleep_until(deadline_ns, DEFAULT_SPIN_NS);
+        tk_clock_sleep_until(deadline_ns, TK_CLOCK_SPIN_NS);
 }
 
 struct tk__ticker *tk__engine_ticker(tk_engine_t *e) { return e->ticker; }
@@ -80,18 +94,40 @@ void tk_engine_desc_default(tk_engine_desc *d)
 
 static int check_rate(double v, double max) { return isfinite(v) && v >= 0 && v <= max; }
 
+const char *tk_pacing_name(tk_pacing p)
+{
+    switch (p) {
+    case TK_PACING_UNREAL: return "unreal";
+    case TK_PACING_STEADY: return "steady";
+    }
+    return NULL;
+}
+
+int tk_pacing_parse(const char *name, tk_pacing *out)
+{
+    if (name && !strcmp(name, "unreal"))
+        *out = TK_PACING_UNREAL;
+    else if (name && !strcmp(name, "steady"))
+        *out = TK_PACING_STEADY;
+    else
+        return TK_EINVAL;
+    return 0;
+}
+
 int tk_engine_new(const tk_engine_desc *d, tk_engine_t **out)
 {
     if (!d || !out)
         return TK_EINVAL;
     if (!check_rate(d->tick_rate, 1e6) || !check_rate(d->fixed_dt, 1e6) ||
-        !check_rate(d->max_dt, 1e6) || !(isfinite(d->time_dilation) && d->time_dilation >= 0))
+        !check_rate(d->max_dt, 1e6) || !(isfinite(d->time_dilation) && d->time_dilation >= 0) ||
+        !tk_pacing_name(d->pacing))
         return TK_EINVAL;
     tk_engine_t *e = tk_calloc(1, sizeof *e);
     e->tick_rate = d->tick_rate;
     e->fixed_dt_ns = tk_s_to_ns(d->fixed_dt);
     e->max_dt_ns = tk_s_to_ns(d->max_dt);
     e->max_frames = d->max_frames;
+    e->pacing = d->pacing;
     e->clock = d->clock ? d->clock : default_clock;
     e->clock_ud = d->clock_ud;
     e->wait = d->wait ? d->wait : default_wait;
@@ -159,13 +195,17 @@ int tk_engine_frame(tk_engine_t *e)
          * not zero; with a period we start one period in the past so the
          * first frame runs at once with a nominal dt. */
         e->last_start_ns = now - (period ? period : 100000);
+        e->grid_ns = e->last_start_ns;
         e->started = true;
     }
 
-    /* 1. Pace. */
+    /* 1. Pace: the deadline is base + period, base the previous frame's
+     * start (unreal) or grid point (steady). */
     uint64_t wait_start = now;
+    uint64_t deadline = 0;
     if (period) {
-        uint64_t deadline = e->last_start_ns + period;
+        uint64_t base = e->pacing == TK_PACING_STEADY ? e->grid_ns : e->last_start_ns;
+        deadline = base + period;
         if (now >= deadline && e->world->frame > 0) {
             /* Behind schedule: no wait, but the hook still polls once (the
              * daemon's socket must not starve while frames overrun). */
@@ -176,7 +216,7 @@ int tk_engine_frame(tk_engine_t *e)
          * waiting): the deadline follows the current one. */
         while (!e->stop) {
             period = period_ns(e);
-            deadline = e->last_start_ns + period;
+            deadline = base + period;
             if (!period || now >= deadline)
                 break;
             e->wait(e->wait_ud, deadline);
@@ -194,12 +234,36 @@ int tk_engine_frame(tk_engine_t *e)
     uint64_t raw = e->fixed_dt_ns ? e->fixed_dt_ns : real;
     if (e->max_dt_ns && raw > e->max_dt_ns)
         raw = e->max_dt_ns;
-    /* Behind: lateness accumulated over consecutive slow frames; a frame within
-     * 5% of its period (ordinary wake-up jitter) means the loop keeps up. */
-    if (period && real > period + period / 20)
-        e->behind_ns += real - period;
-    else
-        e->behind_ns = 0;
+    if (!period)
+        deadline = 0;
+    if (period && e->pacing == TK_PACING_STEADY) {
+        /* Steady: stay on the grid (what this frame is late is paid back by
+         * the next deadline), unless it is too far behind: then the grid
+         * starts again here and that time is dropped.  Behind: how late
+         * this start is, plus what was dropped since the loop last kept up
+         * (within 5% of a period: ordinary wake-up jitter). */
+        uint64_t late = start > deadline ? start - deadline : 0;
+        if (late > (uint64_t)TK_PACING_STEADY_MAX_BEHIND * period) {
+            e->dropped_ns += late;
+            e->grid_ns = start;
+            e->behind_ns = e->dropped_ns;
+        } else {
+            e->grid_ns = deadline;
+            if (late <= period / 20)
+                e->dropped_ns = 0;
+            e->behind_ns = late + e->dropped_ns;
+        }
+    } else {
+        /* Unreal: lateness accumulated over consecutive slow frames; a frame
+         * within 5% of its period (ordinary wake-up jitter) means the loop
+         * keeps up. */
+        if (period && real > period + period / 20)
+            e->behind_ns += real - period;
+        else
+            e->behind_ns = 0;
+        e->grid_ns = start;
+        e->dropped_ns = 0;
+    }
     e->last_start_ns = start;
 
     /* 3. Deferred commands. */
@@ -233,6 +297,7 @@ int tk_engine_frame(tk_engine_t *e)
     record_gap(e, start, gap);
     f->wait_ns = start - wait_start;
     f->period_ns = period;
+    f->deadline_ns = deadline;
     f->overrun = period && f->work_ns > period;
     f->paused = e->world->frame_paused;
     if (f->overrun)
@@ -287,6 +352,19 @@ int tk_engine_set_max_dt(tk_engine_t *e, double s)
     return 0;
 }
 double tk_engine_max_dt(const tk_engine_t *e) { return tk_ns_to_s(e->max_dt_ns); }
+
+int tk_engine_set_pacing(tk_engine_t *e, tk_pacing p)
+{
+    if (!tk_pacing_name(p))
+        return tk__world_error(e->world, TK_EINVAL, "pacing must be unreal or steady");
+    if (p != e->pacing) {
+        e->pacing = p;
+        e->grid_ns = e->last_start_ns; /* a steady grid starts at the last start */
+        e->dropped_ns = 0;
+    }
+    return 0;
+}
+tk_pacing tk_engine_pacing(const tk_engine_t *e) { return e->pacing; }
 
 void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced) { e->unpaced = unpaced; }
 

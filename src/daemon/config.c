@@ -51,6 +51,10 @@ static const tkd_config_key keys[] = {
      "uses the real elapsed time."},
     {"engine", "max_dt", TKD_CFG_DOUBLE, "0.4", 0, 10, true, F(max_dt), "s",
      "Clamp on one frame's real delta time after a stall; 0 = no clamp."},
+    {"engine", "pacing", TKD_CFG_PACING, "steady", 0, 0, true, F(pacing), "",
+     "steady keeps frame deadlines on a fixed grid, so a late frame is paid "
+     "back and the average rate is the tick rate; unreal waits a period from "
+     "the previous frame's start, as Unreal's MaxTickRate."},
 
     {"world", "levels", TKD_CFG_LIST, "persistent", 0, 0, false, F(levels), "",
      "Levels created at start; the level persistent always exists."},
@@ -186,6 +190,7 @@ const char *tkd_config_type_name(tkd_config_type t)
     case TKD_CFG_MODE: return "mode";
     case TKD_CFG_LIST: return "list";
     case TKD_CFG_LEVEL: return "level";
+    case TKD_CFG_PACING: return "pacing";
     }
     return "unknown";
 }
@@ -249,6 +254,7 @@ static size_t type_size(tkd_config_type t)
     case TKD_CFG_MODE: return sizeof(unsigned);
     case TKD_CFG_LIST: return sizeof(tkd_strlist);
     case TKD_CFG_LEVEL: return sizeof(tk_log_level);
+    case TKD_CFG_PACING: return sizeof(tk_pacing);
     }
     return 0;
 }
@@ -353,6 +359,7 @@ typedef union parsed {
     char *s;                    /* owned until stored                         */
     tkd_strlist l;              /* owned until stored                         */
     tk_log_level lv;
+    tk_pacing pc;
 } parsed;
 
 static void range_reason(const tkd_config_key *k, char *reason, size_t len)
@@ -583,6 +590,12 @@ static int parse_value(const tkd_config_key *k, const char *v, parsed *out,
             return TK_EINVAL;
         }
         return 0;
+    case TKD_CFG_PACING:
+        if (tk_pacing_parse(v, &out->pc) != 0) {
+            snprintf(reason, rlen, "not a pacing (unreal, steady)");
+            return TK_EINVAL;
+        }
+        return 0;
     }
     snprintf(reason, rlen, "key of unknown type");
     return TK_EINVAL;
@@ -602,6 +615,7 @@ static void store_value(tkd_config *c, const tkd_config_key *k, parsed *pv)
     case TKD_CFG_PATH: *(char **)f = pv->s; break;
     case TKD_CFG_LIST: *(tkd_strlist *)f = pv->l; break;
     case TKD_CFG_LEVEL: *(tk_log_level *)f = pv->lv; break;
+    case TKD_CFG_PACING: *(tk_pacing *)f = pv->pc; break;
     }
 }
 
@@ -676,6 +690,9 @@ size_t tkd_config_format(const tkd_config *c, const tkd_config_key *k,
         break;
     case TKD_CFG_LEVEL:
         s = tk_log_level_name(*(const tk_log_level *)f);
+        break;
+    case TKD_CFG_PACING:
+        s = tk_pacing_name(*(const tk_pacing *)f);
         break;
     case TKD_CFG_LIST: {
         const tkd_strlist *l = f;

@@ -37,6 +37,7 @@
  *   list    comma-separated items, each trimmed; an empty item is an error,
  *           an empty value is the empty list
  *   level   error, warn (or warning), info, debug
+ *   pacing  unreal, steady (tickd/engine.h's tk_pacing)
  *
  * Every value also has a canonical text (what tkd_config_format() prints and
  * what reload compares): doubles in their shortest round-trip form, bytes as
@@ -55,6 +56,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "tickd/engine.h"
 #include "tickd/log.h"
 
 #ifdef __cplusplus
@@ -75,6 +77,7 @@ typedef struct tkd_config {
     double tick_rate;           /* Hz, max tick rate; 0 = unlimited           */
     double fixed_dt;            /* s per frame; 0 = real time                 */
     double max_dt;              /* s, clamp on one frame's real dt; 0 = none  */
+    tk_pacing pacing;           /* how frame deadlines are placed             */
     /* [world] */
     tkd_strlist levels;         /* level names created at start               */
     double time_dilation;       /* factor, initial world time dilation        */
@@ -132,7 +135,8 @@ typedef enum tkd_config_type {
     TKD_CFG_PATH,
     TKD_CFG_MODE,
     TKD_CFG_LIST,
-    TKD_CFG_LEVEL
+    TKD_CFG_LEVEL,
+    TKD_CFG_PACING
 } tkd_config_type;
 
 /* One row of the table.  Rows are static and live as long as the process. */
@@ -148,7 +152,8 @@ typedef struct tkd_config_key {
     const char *help;           /* one sentence                               */
 } tkd_config_key;
 
-/* "double", "uint", "bytes", "bool", "path", "mode", "list", "level". */
+/* "double", "uint", "bytes", "bool", "path", "mode", "list", "level",
+ * "pacing". */
 const char *tkd_config_type_name(tkd_config_type t);
 
 /* The table, in the order of the shipped file; `*n` receives its length. */

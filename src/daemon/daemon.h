@@ -73,6 +73,7 @@ typedef struct tkd {
     bool offline;               /* no socket (fuzzing, tests): tkd_init_offline */
     char *info_text;            /* engine.info result, serialized (cache)     */
     double info_rate, info_fixed; /* the tick rate and fixed dt it shows       */
+    tk_pacing info_pacing;      /* and the pacing                             */
     tk_ticker_handle stats_ticker;
     tk_ticker_handle autosave_ticker;
     tkd_notify notify;          /* systemd notify socket and watchdog         */

@@ -337,6 +337,7 @@ static json_t *engine_info_json(tkd *d)
     json_object_set_new(o, "socket", d->srv ? json_string(tkd_server_path(d->srv)) : json_null());
     json_object_set_new(o, "tick_rate", json_real(tk_engine_tick_rate(d->engine)));
     json_object_set_new(o, "fixed_dt", json_real(tk_engine_fixed_dt(d->engine)));
+    json_object_set_new(o, "pacing", json_string(tk_pacing_name(tk_engine_pacing(d->engine))));
     json_object_set_new(o, "config", d->cfg.path ? json_string(d->cfg.path) : json_null());
     return o;
 }
@@ -348,13 +349,16 @@ static void m_engine_info(req *r)
     NOKEYS();
     tkd *d = r->d;
     double rate = tk_engine_tick_rate(d->engine), fixed = tk_engine_fixed_dt(d->engine);
-    if (!d->info_text || rate != d->info_rate || fixed != d->info_fixed) {
+    tk_pacing pacing = tk_engine_pacing(d->engine);
+    if (!d->info_text || rate != d->info_rate || fixed != d->info_fixed ||
+        pacing != d->info_pacing) {
         json_t *o = engine_info_json(d);
         free(d->info_text);
         d->info_text = tkd_jsonw_dump(o, JSON_COMPACT, NULL);
         json_decref(o);
         d->info_rate = rate;
         d->info_fixed = fixed;
+        d->info_pacing = pacing;
     }
     r->answered = true;
     if (r->call && d->info_text)

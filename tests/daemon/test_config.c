@@ -113,6 +113,7 @@ START_TEST(config_defaults)
     ck_assert_double_eq(c.tick_rate, 60);
     ck_assert_double_eq(c.fixed_dt, 0);
     ck_assert_double_eq(c.max_dt, 0.4);
+    ck_assert_int_eq(c.pacing, TK_PACING_STEADY);
     ck_assert_uint_eq(c.levels.count, 1);
     ck_assert_str_eq(c.levels.items[0], "persistent");
     ck_assert_double_eq(c.time_dilation, 1.0);
@@ -143,9 +144,9 @@ START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 36);
+    ck_assert_uint_eq(n, 37);
     static const char *const reloadable[] = {
-        "engine.tick_rate",    "engine.max_dt",       "world.time_dilation",
+        "engine.tick_rate",    "engine.max_dt",       "engine.pacing",       "world.time_dilation",
         "world.max_entities",  "world.max_memory",  "control.max_clients", "control.max_line",
         "control.max_pending", "control.max_batch",   "control.max_output",
         "control.max_input",   "control.request_budget_ms", "control.idle_timeout_s",
@@ -796,6 +797,46 @@ static void record_change(void *ud, const tkd_config_key *key,
              needs_restart ? " (restart)" : "");
 }
 
+/* [engine] pacing: the two names, an override, SIGHUP, and the error that
+ * names file, line, key and value. */
+START_TEST(config_pacing)
+{
+    tkd_config c;
+    tkd_config_init(&c);
+    char err[512] = "", text[32];
+    ck_assert_int_eq(load_text(&c, "[engine]\npacing = unreal\n", err, sizeof err), 0);
+    ck_assert_int_eq(c.pacing, TK_PACING_UNREAL);
+    text_of(&c, "engine", "pacing", text, sizeof text);
+    ck_assert_str_eq(text, "unreal");
+    ck_assert_int_eq(load_text(&c, "[engine]\npacing = steady ; the default\n", err, sizeof err),
+                     0);
+    ck_assert_int_eq(c.pacing, TK_PACING_STEADY);
+    ck_assert_int_eq(tkd_config_override_arg(&c, "engine.pacing=unreal", "--set", err, sizeof err),
+                     0);
+    ck_assert_int_eq(c.pacing, TK_PACING_UNREAL);
+    ck_assert_int_eq(tkd_config_override_arg(&c, "engine.pacing=fast", "--set", err, sizeof err),
+                     TK_EINVAL);
+    ck_assert_str_eq(err, "--set: [engine] pacing = fast: not a pacing (unreal, steady)");
+    ck_assert_int_eq(c.pacing, TK_PACING_UNREAL);
+    /* Reloadable: a changed file applies (the override still wins, so
+     * clear it first by starting over). */
+    tkd_config_free(&c);
+    tkd_config_init(&c);
+    const char *p = write_file("p.ini", "[engine]\npacing = steady\n");
+    ck_assert_int_eq(tkd_config_load(&c, p, err, sizeof err), 0);
+    write_file("p.ini", "[engine]\npacing = unreal\n");
+    seen s = {0};
+    ck_assert_int_eq(tkd_config_reload(&c, NULL, record_change, &s, err, sizeof err), 1);
+    ck_assert_int_eq(s.n, 1);
+    ck_assert_str_eq(s.lines[0], "[engine] pacing: steady -> unreal");
+    ck_assert_int_eq(c.pacing, TK_PACING_UNREAL);
+    tkd_config_free(&c);
+    expect_error("[engine]\ntick_rate = 60\npacing = Steady\n",
+                 "3: [engine] pacing = Steady: not a pacing (unreal, steady)");
+    expect_error("[engine]\npacing =\n", "2: [engine] pacing = : empty value");
+}
+END_TEST
+
 START_TEST(config_reload_reports_changes)
 {
     tkd_config c;
@@ -999,6 +1040,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, config_error_bad_mode);
     tcase_add_test(tc, config_error_world_writable_mode);
     tcase_add_test(tc, config_error_bad_level);
+    tcase_add_test(tc, config_pacing);
     tcase_add_test(tc, config_error_empty_list_item);
     tcase_add_test(tc, config_error_syntax);
     tcase_add_test(tc, config_error_first_wins);

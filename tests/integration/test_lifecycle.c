@@ -310,11 +310,12 @@ START_TEST(lifecycle_sighup_reload)
     tkit_daemon *d = tkit_start(&o);
     tkit_conn *c = tkit_connect(d);
     ck_assert_double_eq_tol(tkit_getd(tkit_ok(c, "engine.stats", NULL), "target_hz"), 0.0, 1e-9);
+    ck_assert_str_eq(tkit_gets(tkit_ok(c, "engine.info", NULL), "pacing"), "steady");
     tkit_ok(c, "world.pause", NULL);
-    /* tick_rate is reloadable; fixed_dt needs a restart (kept). */
+    /* tick_rate and pacing are reloadable; fixed_dt needs a restart (kept). */
     tkit_write_file(d, "tickd.ini",
-                    "[engine]\ntick_rate = 500\nfixed_dt = 0.02\n[control]\nsocket = @SOCK@\n"
-                    "[snapshot]\npath = @DIR@/snapshot.json\n");
+                    "[engine]\ntick_rate = 500\nfixed_dt = 0.02\npacing = unreal\n"
+                    "[control]\nsocket = @SOCK@\n[snapshot]\npath = @DIR@/snapshot.json\n");
     tkit_signal(d, SIGHUP);
     double deadline = tkit_now() + tkit_scale(TKIT_DEADLINE_S);
     for (;;) {
@@ -323,8 +324,11 @@ START_TEST(lifecycle_sighup_reload)
             break;
         ck_assert_msg(tkit_now() < deadline, "SIGHUP did not apply tick_rate (still %g)", hz);
     }
+    ck_assert_str_eq(tkit_gets(tkit_ok(c, "engine.info", NULL), "pacing"), "unreal");
     const char *err = tkit_stderr(d);
     ck_assert_msg(strstr(err, "tick_rate"), "the reload did not log tick_rate:\n%s", err);
+    ck_assert_msg(strstr(err, "[engine] pacing = unreal (was steady)"),
+                  "the reload did not log pacing:\n%s", err);
     ck_assert_msg(strstr(err, "fixed_dt"), "the reload did not log fixed_dt:\n%s", err);
     /* fixed_dt kept its running value: one step advances 0.01 s. */
     double t0 = tkit_getd(tkit_ok(c, "world.status", NULL), "world_time");
