@@ -1376,7 +1376,7 @@ static void defaults_documented(const char *t8, const char *ini)
         d += strlen("default ");
         same_default(k, unroff(d, strcspn(d, ",:)\"")), "tickd.8");
         if (k->type != TKD_CFG_PATH && k->type != TKD_CFG_LIST && k->type != TKD_CFG_BOOL &&
-            k->type != TKD_CFG_LEVEL) {
+            k->type != TKD_CFG_LEVEL && k->type != TKD_CFG_PACING) {
             const char *r = strstr(paren, " .. ");
             ck_assert_msg(r, "tickd.8: [%s] %s gives no range: %s", k->section, k->name, paren);
             while (r > paren && r[-1] != ' ' && r[-1] != '(')
@@ -1405,7 +1405,8 @@ static void defaults_documented(const char *t8, const char *ini)
             same_range(k, r + strlen("Range: "), "config/tickd.ini");
         else
             ck_assert_msg(k->type == TKD_CFG_PATH || k->type == TKD_CFG_LIST ||
-                              k->type == TKD_CFG_BOOL || k->type == TKD_CFG_LEVEL,
+                              k->type == TKD_CFG_BOOL || k->type == TKD_CFG_LEVEL ||
+                              k->type == TKD_CFG_PACING,
                           "config/tickd.ini: [%s] %s gives no range", k->section, k->name);
         bool reloaded = strstr(comment, "Reloaded on SIGHUP.") != NULL;
         bool restart = strstr(comment, "Needs a restart.") != NULL;
