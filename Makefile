@@ -70,6 +70,15 @@ TPLUGINS   = $(patsubst tests/plugins/%.c,$(BUILD)/tests/plugins/%.so,$(TPLUGIN_
 FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 FUZZ_SECONDS ?= 60
+# Per-input limits of `make fuzz`: past any of them libFuzzer stops and saves
+# the input as a finding (build/fuzz/crash-<name>-timeout-*, -oom-*).  Inputs
+# take milliseconds (the slowest stored ones, a second under ASan); one
+# allocation of more than FUZZ_MALLOC_MB is a bug by itself (the 116-byte
+# snapshot naming timer slot 16,777,214 asked for 512 MiB at once, then ran
+# 11 s in 1.5 GiB).
+FUZZ_TIMEOUT   ?= 10
+FUZZ_RSS_MB    ?= 2048
+FUZZ_MALLOC_MB ?= 256
 FUZZ_BUILD   := build/fuzz
 FUZZ_FLAGS   := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 REPLAY_BIN   := $(if $(FUZZ_SRC),$(BUILD)/tests/fuzz/replay)
@@ -241,12 +250,15 @@ fuzzbins: deps
 	    $$($(PKG_CONFIG) --libs $(DAEMON_PKGS)) -lm -ldl -lpthread || exit 1; \
 	done
 
-# make fuzz FUZZ_SECONDS=60: run each target for that long on its corpus.
+# make fuzz FUZZ_SECONDS=60: run each target for that long on its corpus
+# (new inputs go to build/fuzz/corpus-<name>); each ends with libFuzzer's
+# stat:: lines (stat::average_exec_per_sec: the README's figures).
 fuzz: fuzzbins
 	@for n in $(FUZZ_NAMES); do \
 	  mkdir -p build/fuzz/corpus-$$n; \
 	  echo "== fuzz_$$n for $(FUZZ_SECONDS) s"; \
-	  $(FUZZ_BUILD)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \
+	  $(FUZZ_BUILD)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
+	    -rss_limit_mb=$(FUZZ_RSS_MB) -malloc_limit_mb=$(FUZZ_MALLOC_MB) -print_final_stats=1 \
 	    -artifact_prefix=build/fuzz/crash-$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
 	    || exit 1; \
 	done

@@ -18,6 +18,7 @@
 #define TICKD_FUZZ_H
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -46,10 +49,12 @@ int tkd_fuzz_snapshot(const uint8_t *data, size_t size);
 static inline void tkd_fuzz_fail(const char *who, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
 
-/* Remove directory `dir` and what is in it, down to `depth` levels of
- * subdirectories (the targets write files only: 0).  Errors are ignored:
- * this is cleanup. */
-static inline void tkd_fuzz_rmdir(const char *dir, int depth)
+static inline void tkd_fuzz_rmdir(const char *dir, int depth);
+
+/* Remove what is in directory `dir` (not `dir` itself), down to `depth`
+ * levels of subdirectories (the targets write files only: 0).  Errors are
+ * ignored: this is cleanup. */
+static inline void tkd_fuzz_empty_dir(const char *dir, int depth)
 {
     DIR *d = opendir(dir);
     if (d) {
@@ -66,6 +71,12 @@ static inline void tkd_fuzz_rmdir(const char *dir, int depth)
         }
         closedir(d);
     }
+}
+
+/* Remove directory `dir` and what is in it (as tkd_fuzz_empty_dir). */
+static inline void tkd_fuzz_rmdir(const char *dir, int depth)
+{
+    tkd_fuzz_empty_dir(dir, depth);
     rmdir(dir);
 }
 
@@ -262,6 +273,122 @@ static inline void tkd_fuzz_same_json(const char *who, const json_t *a, const js
     char path[512] = "", diff[1024];
     if (tkd_fuzz_json_diff(a, b, path, sizeof path, diff, sizeof diff))
         tkd_fuzz_fail(who, "%s: %s", what, diff);
+}
+
+/*
+ * A snapshot file as tkd_snapshot_save wrote it, mapped read-only (no heap
+ * copy: under ASan a big buffer costs more than reading it), with the span
+ * of its "saved_at" value, the one member that differs between two saves
+ * of the same world.
+ */
+typedef struct tkd_fuzz_snapfile {
+    const char *p;     /* the bytes, or NULL                  */
+    size_t n;          /* their count                         */
+    size_t at, at_end; /* the saved_at value is [at, at_end)  */
+} tkd_fuzz_snapfile;
+
+static inline bool tkd_fuzz_snapfile_map(const char *path, tkd_fuzz_snapfile *f)
+{
+    static const char key[] = "\"saved_at\":\"";
+    memset(f, 0, sizeof *f);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            f->p = p;
+            f->n = (size_t)st.st_size;
+        }
+    }
+    close(fd);
+    if (!f->p)
+        return false;
+    /* The writer puts it first but for "format" and "version". */
+    for (size_t i = 0; i + sizeof key - 1 <= f->n && i < 256; i++) {
+        if (memcmp(f->p + i, key, sizeof key - 1) != 0)
+            continue;
+        size_t at = i + sizeof key - 1;
+        const char *q = memchr(f->p + at, '"', f->n - at);
+        if (q) {
+            f->at = at;
+            f->at_end = (size_t)(q - f->p);
+        }
+        break;
+    }
+    return true;
+}
+
+static inline void tkd_fuzz_snapfile_unmap(tkd_fuzz_snapfile *f)
+{
+    if (f->p)
+        munmap((void *)f->p, f->n);
+    f->p = NULL;
+}
+
+/* Mix n bytes at p into the 64-bit digest h (eight at a time). */
+static inline uint64_t tkd_fuzz_digest(uint64_t h, const char *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15u;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) {
+        h = (h ^ (uint8_t)p[i]) * 0x9e3779b97f4a7c15u;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* A 64-bit digest of a mapped snapshot file, "saved_at" aside (two saves
+ * of one world give the same digest). */
+static inline uint64_t tkd_fuzz_snapfile_digest(const tkd_fuzz_snapfile *f)
+{
+    uint64_t h = tkd_fuzz_digest(f->n, f->p, f->at);
+    return tkd_fuzz_digest(h, f->p + f->at_end, f->n - f->at_end);
+}
+
+/* A snapshot file's document without "saved_at" (new reference), or NULL. */
+static inline json_t *tkd_fuzz_snapfile_doc(const char *path)
+{
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+    json_object_del(doc, "saved_at");
+    return doc;
+}
+
+/*
+ * Whether the snapshot files `a` and `b` (both written by tkd_snapshot_save)
+ * hold the same document, "saved_at" aside.  The same bytes is the quick
+ * answer: one writer writes two equal worlds alike.  Otherwise both are
+ * parsed and compared as JSON values (member order aside), and `diff` gets
+ * the first difference (or why a file could not be read).
+ */
+static inline bool tkd_fuzz_same_snapfiles(const char *a, const char *b, char *diff, size_t dlen)
+{
+    tkd_fuzz_snapfile fa, fb;
+    bool same = false;
+    if (tkd_fuzz_snapfile_map(a, &fa) && tkd_fuzz_snapfile_map(b, &fb)) {
+        same = fa.at && fa.at == fb.at && fa.n - fa.at_end == fb.n - fb.at_end &&
+               memcmp(fa.p, fb.p, fa.at) == 0 &&
+               memcmp(fa.p + fa.at_end, fb.p + fb.at_end, fa.n - fa.at_end) == 0;
+        tkd_fuzz_snapfile_unmap(&fb);
+    }
+    tkd_fuzz_snapfile_unmap(&fa);
+    if (same)
+        return true;
+    json_t *da = tkd_fuzz_snapfile_doc(a), *db = tkd_fuzz_snapfile_doc(b);
+    char path[512] = "";
+    if (!da || !db)
+        snprintf(diff, dlen, "%s cannot be read back as JSON", da ? b : a);
+    else
+        same = !tkd_fuzz_json_diff(da, db, path, sizeof path, diff, dlen);
+    json_decref(da);
+    json_decref(db);
+    return same;
 }
 
 /*
