@@ -63,20 +63,23 @@
  * of the time of a save.
  */
 typedef struct wr {
-    char *buf;      /* WR_CHUNK bytes (or growing, fd -1)            */
+    char *buf;      /* WR_FIRST .. WR_CHUNK bytes (or growing, fd -1) */
     size_t n, cap;  /* bytes used / allocated                        */
     int fd;         /* where flushes go, or -1                       */
     int err;        /* errno of the first failed write, or 0         */
     uint64_t total; /* bytes flushed so far                          */
 } wr;
 
+/* The buffer starts small (a save of a small world, the fuzz targets, pay
+ * for no megabyte) and doubles at each flush up to WR_CHUNK. */
+#define WR_FIRST (64u << 10)
 #define WR_CHUNK (1u << 20)
 
 static void wr_init(wr *w, int fd)
 {
     memset(w, 0, sizeof *w);
     w->fd = fd;
-    w->cap = WR_CHUNK;
+    w->cap = WR_FIRST;
     w->buf = tk_malloc(w->cap);
 }
 
@@ -102,6 +105,11 @@ static void w_spill(wr *w, size_t need)
 {
     if (w->fd >= 0) {
         wr_flush(w);
+        if (w->cap < WR_CHUNK) { /* empty now: grow without copying */
+            tk_free(w->buf);
+            w->cap *= 2;
+            w->buf = tk_malloc(w->cap);
+        }
         if (need <= w->cap)
             return;
     }
