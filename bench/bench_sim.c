@@ -21,7 +21,8 @@
  *                                     tick.batch=false (one call each)
  *
  * Every figure is the median of RUNS runs after a warm-up; each run is
- * FRAMES frames of a fixed 1/60 s dt with an unpaced engine.  Both sides of
+ * FRAMES frames of a fixed 1/60 s dt with an unpaced engine, alternating
+ * frame by frame with the floor's.  Both sides of
  * a ratio run the same number of frames on the same initial states, so their
  * final positions must agree bit for bit: the program checks that the floor
  * did exactly the entity layer's work.
@@ -41,10 +42,10 @@
 #include "tickd/clock.h"
 #include "tickd/tickd.h"
 
-#define RUNS 7                /* timed runs per figure (>= 5) */
-#define FRAMES 20             /* frames per run               */
+#define RUNS     7            /* timed runs per figure (>= 5) */
+#define FRAMES   20           /* frames per run               */
 #define FIXED_DT (1.0 / 60.0) /* s                            */
-#define M1 1000000u
+#define M1       1000000u
 
 /* The mover's state as the class declares it (src/sim/classes.c). */
 typedef struct mstate {
@@ -199,16 +200,21 @@ static void check_same(world *w, tks_id id, const mstate *floor, size_t j)
     }
 }
 
-/* Time `w` against the floor over `n` states, side by side.  *ns and *floor
- * per entity per frame (n entities), return the median ratio. */
+/* Time `w` against the floor over `n` states, side by side: a run is FRAMES
+ * frames of each, alternating one and one (the two sides of a pair see the
+ * same load on a shared machine).  *ns and *floor_ns per entity per frame (n
+ * entities, medians of the runs); returns the median of the runs' ratios. */
 static double side_by_side(world *w, mstate *fl, size_t n, double *ns, double *floor_ns)
 {
     time_frames(w, 3);
     time_floor(fl, n, 3);
     double vw[RUNS], vf[RUNS], vr[RUNS];
     for (int r = 0; r < RUNS; r++) {
-        vw[r] = time_frames(w, FRAMES);
-        vf[r] = time_floor(fl, n, FRAMES);
+        vw[r] = vf[r] = 0;
+        for (int f = 0; f < FRAMES; f++) {
+            vw[r] += time_frames(w, 1);
+            vf[r] += time_floor(fl, n, 1);
+        }
         vr[r] = vw[r] / vf[r];
     }
     *ns = bench_median(vw, RUNS) / ((double)FRAMES * (double)n);
