@@ -62,7 +62,13 @@
  *   mspt_p99_1m_entities            p99 of the same 180 frames (median of
  *                                   the 5 runs)
  *   mspt_p50_1m_movers              as mspt_p50_1m_entities with 1M
- *                                   `mover` entities (one run)
+ *                                   `mover` entities (warm-up + 5 fresh
+ *                                   daemons, median)
+ *   mspt_p99_1m_movers_1t           p99 of the same frames, one thread
+ *                                   (median of the 5 runs)
+ *   bytes_per_mover_entity          VmRSS growth of those daemons per
+ *                                   mover, as rss_mib_1m_entities
+ *                                   (median of the 5 runs)
  *   save_1m_max_frame_gap_ms        the largest gap between frames from a
  *                                   world.save of 1M movers until 10
  *                                   frames after its answer: the larger
@@ -79,7 +85,7 @@
  * any failure the daemon of that phase is killed, its log's tail is shown,
  * and the phases that do not depend on it still run.  Exit status 0 when
  * every BENCH.md figure was measured, 1 otherwise (the ones measured are
- * still printed).  The whole run takes about 70 s.
+ * still printed).  The whole run takes about 110 s.
  *
  * What this file does not measure: the core's tick, timer and memory
  * figures (bench_tick.c and the other bench files).
@@ -207,6 +213,8 @@ enum {
     F_HOSTILE_GAP,
     F_IDLE_GAP,
     F_SAVE_GAP,
+    F_MSPT_P99_MOVERS_1T,
+    F_BYTES_MOVER,
     F_COUNT
 };
 
@@ -234,6 +242,8 @@ static const struct {
     [F_HOSTILE_GAP] = {"max_frame_gap_ms_hostile", "%.1f", "ms"},
     [F_IDLE_GAP] = {"max_frame_gap_ms_idle", "%.1f", "ms"},
     [F_SAVE_GAP] = {"save_1m_max_frame_gap_ms", "%.1f", "ms"},
+    [F_MSPT_P99_MOVERS_1T] = {"mspt_p99_1m_movers_1t", "%.3f", "ms"},
+    [F_BYTES_MOVER] = {"bytes_per_mover_entity", "%.1f", "bytes"},
 };
 
 static double fig_val[F_COUNT]; /* measured values                    */
@@ -1354,15 +1364,32 @@ static void counters(bench *b)
     figure(F_SPAWN_GAP, median(gap, RUNS));
 }
 
-/* mspt_p50_1m_movers: one daemon with 1M movers (a class with real work). */
+/* mspt_p50_1m_movers, mspt_p99_1m_movers_1t, bytes_per_mover_entity: 1M
+ * movers (a class with real work) in a warm-up daemon, then RUNS fresh
+ * daemons; medians.  One thread: the daemon ticks on its frame thread. */
 static void movers(bench *b)
 {
-    spawn_result r;
-    note("1M movers at 60 Hz: one daemon");
-    if (!spawn_run(b, "mover", &r))
+    spawn_result r[RUNS], w;
+    note("1M movers at 60 Hz: a warm-up daemon, then %d fresh daemons", RUNS);
+    if (!spawn_run(b, "mover", &w))
         return;
-    note_run("movers", &r);
-    figure(F_MSPT_MOVERS, r.mspt_p50);
+    note_run("movers warm-up", &w);
+    for (int i = 0; i < RUNS; i++) {
+        if (!spawn_run(b, "mover", &r[i]))
+            return;
+        char what[32];
+        snprintf(what, sizeof what, "movers run %d", i + 1);
+        note_run(what, &r[i]);
+    }
+    double p50[RUNS], p99[RUNS], bytes[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        p50[i] = r[i].mspt_p50;
+        p99[i] = r[i].mspt_p99;
+        bytes[i] = r[i].rss_mib * 1048576.0 / SPAWN_TOTAL;
+    }
+    figure(F_MSPT_MOVERS, median(p50, RUNS));
+    figure(F_MSPT_P99_MOVERS_1T, median(p99, RUNS));
+    figure(F_BYTES_MOVER, median(bytes, RUNS));
 }
 
 /* ---- hostile clients (make hostile; max_frame_gap_ms_hostile) ---------------------------- */

@@ -15,7 +15,8 @@
  *                                     by one, interleaved, then half of all
  *                                     destroyed at random: ns per frame per
  *                                     live mover (the ~1M counters tick too,
- *                                     batched), after 10 frames of settling
+ *                                     batched), after 60 frames of settling
+ *                                     (the stores close the holes then)
  *   mover_shuffled_floor_ratio        that ÷ the floor at the same count
  *   mover_unbatched_ns_per_entity_1m  1M movers spawned with
  *                                     tick.batch=false (one call each)
@@ -303,9 +304,10 @@ static void bench_shuffled(void)
             mid[j++] = 2 * k + 1;
         }
     }
-    /* Settling: ten frames (the floor runs them too, to stay in step). */
-    time_frames(&w, 10);
-    time_floor(fl, movers, 10);
+    /* Settling: the stores close their holes at the end of frames, a budget
+     * of moves per frame (the floor runs the frames too, to stay in step). */
+    time_frames(&w, 60);
+    time_floor(fl, movers, 60);
     double ns, fns;
     double ratio = side_by_side(&w, fl, movers, &ns, &fns);
     check_same(&w, mid[0], fl, 0);

@@ -10,7 +10,7 @@
  *   spawner   every `every`-th tick spawns `spawn` (or a copy of itself)
  *             until it spawned `max_total` times
  *   follower  prerequisite on its target's actor tick (an attached child);
- *             copies the target's position each tick
+ *             copies the target's position each tick (batch form)
  *   burner    busy-works `work_us` microseconds each tick (load tests)
  */
 #include <stddef.h>
@@ -165,10 +165,8 @@ static void follower_props_changed(tkp_obj *o, const void *old, const tkp_ctx *c
     follower_create(o, c);
 }
 
-static void follower_tick(tkp_obj *o, float dt, const tkp_ctx *c)
+static void follow(follower *f, const tkp_ctx *c)
 {
-    (void)dt;
-    follower *f = c->api->state(o);
     double pos[3];
     if (c->api->entity_position(c, f->target, pos)) {
         f->x = pos[0];
@@ -177,11 +175,28 @@ static void follower_tick(tkp_obj *o, float dt, const tkp_ctx *c)
     }
 }
 
+static void follower_tick(tkp_obj *o, float dt, const tkp_ctx *c)
+{
+    (void)dt;
+    follow(c->api->state(o), c);
+}
+
+/* Followers of a run read their targets, which ticked before them (their
+ * prerequisites): the same as one by one, in any order. */
+static void follower_batch(const tkp_run *run, float dt, const tkp_ctx *c)
+{
+    (void)dt;
+    follower *f = run->states;
+    for (size_t i = 0; i < run->n; i++)
+        follow(&f[i], c);
+}
+
 static const tkp_class follower_class =
     CLASS(.name = "follower", .state_size = sizeof(follower), .props = follower_props,
           .n_props = sizeof follower_props / sizeof follower_props[0],
           .position = offsetof(follower, x), .create = follower_create, .tick = follower_tick,
-          .props_changed = follower_props_changed);
+          .tick_batch = follower_batch, .props_changed = follower_props_changed);
+_Static_assert(sizeof(follower) % 8 == 0, "the host's stride is the state size");
 
 /* ---- burner ------------------------------------------------------------------------- */
 
