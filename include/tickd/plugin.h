@@ -35,9 +35,9 @@
  * frame (the engine's core ticker, after the world tick), and only for
  * classes that lost an instance since the previous pass.  So a `tkp_obj *`
  * and a state pointer of an actor or a component stay valid from the moment
- * a call receives them until the end of the current frame, and for longer
- * only while no instance of its class is destroyed; a tickable's stay valid
- * until it is removed.  Keep entity ids, not pointers, across frames: timers
+ * a call receives them until the end of the current frame (of the next one
+ * for a call between frames), and for longer only while no instance of its
+ * class is destroyed; a tickable's stay valid until it is removed.  Keep entity ids, not pointers, across frames: timers
  * hand their callback the current instance, entity_state finds a state by id.
  *
  * Threads: every call happens on tickd's frame thread.
