@@ -80,7 +80,18 @@
  *   mspt_p99_1m_entities            p99 of the same 180 frames (median of
  *                                   the 5 runs)
  *   mspt_p50_1m_movers              as mspt_p50_1m_entities with 1M
- *                                   `mover` entities (one run)
+ *                                   `mover` entities (warm-up + 5 fresh
+ *                                   daemons, median)
+ *   mspt_p99_1m_movers_1t           p99 of the same frames, one thread
+ *                                   (median of the 5 runs)
+ *   bytes_per_mover_entity          VmRSS growth of those daemons per
+ *                                   mover, as rss_mib_1m_entities
+ *                                   (median of the 5 runs)
+ *   mspt_p50_1m_movers_floor /      the movers' floor: the same x += vx*dt
+ *   mspt_p99_1m_movers_floor        over a contiguous array of 1M 48-byte
+ *                                   states in this process, paced at 60
+ *                                   Hz, 180 frames after 30, right after
+ *                                   each movers daemon (median of the 5)
  *   save_1m_max_frame_gap_ms        the largest gap between frames from a
  *                                   world.save of 1M movers until 10
  *                                   frames after its answer: the larger
@@ -101,7 +112,7 @@
  * any failure the daemon of that phase is killed, its log's tail is shown,
  * and the phases that do not depend on it still run.  Exit status 0 when
  * every BENCH.md figure was measured, 1 otherwise (the ones measured are
- * still printed).  The whole run takes about 3 minutes; `--pacing` runs
+ * still printed).  The whole run takes about 4 minutes; `--pacing` runs
  * only the idle daemons and the TPS figures (about 2 minutes).
  *
  * What this file does not measure: the core's tick, timer and memory
@@ -242,6 +253,10 @@ enum {
     F_PACING_RATIO_UNREAL,
     F_TPS_STEADY,
     F_TPS_UNREAL,
+    F_MSPT_P99_MOVERS_1T,
+    F_BYTES_MOVER,
+    F_MSPT_P50_MOVERS_FLOOR,
+    F_MSPT_P99_MOVERS_FLOOR,
     F_COUNT
 };
 
@@ -277,6 +292,10 @@ static const struct {
     [F_PACING_RATIO_UNREAL] = {"pacing_jitter_ratio_unreal", "%.3f", "x the bare loop"},
     [F_TPS_STEADY] = {"tps_steady_60", "%.4f", "frames/s"},
     [F_TPS_UNREAL] = {"tps_unreal_60", "%.4f", "frames/s"},
+    [F_MSPT_P99_MOVERS_1T] = {"mspt_p99_1m_movers_1t", "%.3f", "ms"},
+    [F_BYTES_MOVER] = {"bytes_per_mover_entity", "%.1f", "bytes"},
+    [F_MSPT_P50_MOVERS_FLOOR] = {"mspt_p50_1m_movers_floor", "%.3f", "ms"},
+    [F_MSPT_P99_MOVERS_FLOOR] = {"mspt_p99_1m_movers_floor", "%.3f", "ms"},
 };
 
 static double fig_val[F_COUNT]; /* measured values                    */
@@ -1588,15 +1607,78 @@ static void counters(bench *b)
     figure(F_SPAWN_GAP, median(gap, RUNS));
 }
 
-/* mspt_p50_1m_movers: one daemon with 1M movers (a class with real work). */
+/* The movers' floor: the same work as a plain C loop in this process, paced
+ * at 60 Hz as the daemon is (clock_nanosleep to each period's start), timed
+ * over MSPT_FRAMES frames after MSPT_SKIP; its p50 and p99 in ms.  A frame
+ * that a busy machine preempts shows here as it does in the daemon. */
+typedef struct mstate {
+    double x, y, z, vx, vy, vz;
+} mstate;
+
+__attribute__((noinline)) static void mover_floor_frame(mstate *m, size_t n, float dt)
+{
+    for (size_t i = 0; i < n; i++) {
+        m[i].x += m[i].vx * dt;
+        m[i].y += m[i].vy * dt;
+        m[i].z += m[i].vz * dt;
+    }
+}
+
+static void mover_floor(double *p50, double *p99)
+{
+    mstate *m = tk_calloc(SPAWN_TOTAL, sizeof *m);
+    for (size_t i = 0; i < SPAWN_TOTAL; i++)
+        m[i].vx = 1.0;
+    double *ms = tk_malloc(MSPT_FRAMES * sizeof *ms);
+    uint64_t next = now_ns();
+    for (int f = 0; f < MSPT_SKIP + MSPT_FRAMES; f++) {
+        next += (uint64_t)(PERIOD_S * 1e9);
+        struct timespec ts = {(time_t)(next / NS_PER_S), (long)(next % NS_PER_S)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+        uint64_t t0 = now_ns();
+        mover_floor_frame(m, SPAWN_TOTAL, (float)PERIOD_S);
+        if (f >= MSPT_SKIP)
+            ms[f - MSPT_SKIP] = (double)(now_ns() - t0) / 1e6;
+    }
+    *p99 = percentile(ms, MSPT_FRAMES, 0.99);
+    *p50 = percentile(ms, MSPT_FRAMES, 0.50);
+    tk_free(ms);
+    tk_free(m);
+}
+
+/* mspt_p50_1m_movers, mspt_p99_1m_movers_1t, bytes_per_mover_entity: 1M
+ * movers (a class with real work) in a warm-up daemon, then RUNS fresh
+ * daemons; medians.  One thread: the daemon ticks on its frame thread.
+ * After each daemon, the floor (mover_floor; mspt_p50/p99_1m_movers_floor). */
 static void movers(bench *b)
 {
-    spawn_result r;
-    note("1M movers at 60 Hz: one daemon");
-    if (!spawn_run(b, "mover", &r))
+    spawn_result r[RUNS], w;
+    note("1M movers at 60 Hz: a warm-up daemon, then %d fresh daemons, each followed by the "
+         "same work as a C loop at 60 Hz",
+         RUNS);
+    if (!spawn_run(b, "mover", &w))
         return;
-    note_run("movers", &r);
-    figure(F_MSPT_MOVERS, r.mspt_p50);
+    note_run("movers warm-up", &w);
+    double p50[RUNS], p99[RUNS], bytes[RUNS], f50[RUNS], f99[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        if (!spawn_run(b, "mover", &r[i]))
+            return;
+        char what[32];
+        snprintf(what, sizeof what, "movers run %d", i + 1);
+        note_run(what, &r[i]);
+        mover_floor(&f50[i], &f99[i]);
+        note("movers run %d floor (a C loop at 60 Hz): p50 %.3f ms p99 %.3f ms", i + 1, f50[i],
+             f99[i]);
+        p50[i] = r[i].mspt_p50;
+        p99[i] = r[i].mspt_p99;
+        bytes[i] = r[i].rss_mib * 1048576.0 / SPAWN_TOTAL;
+    }
+    figure(F_MSPT_MOVERS, median(p50, RUNS));
+    figure(F_MSPT_P99_MOVERS_1T, median(p99, RUNS));
+    figure(F_BYTES_MOVER, median(bytes, RUNS));
+    figure(F_MSPT_P50_MOVERS_FLOOR, median(f50, RUNS));
+    figure(F_MSPT_P99_MOVERS_FLOOR, median(f99, RUNS));
 }
 
 /* ---- hostile clients (make hostile; max_frame_gap_ms_hostile) ---------------------------- */

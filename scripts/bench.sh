@@ -44,7 +44,12 @@ max_frame_gap_ms_hostile|<= 50|le|50
 save_1m_max_frame_gap_ms|<= 33|le|33
 load_1m_max_frame_gap_ms|-|-|0
 max_frame_gap_ms_idle|-|-|0
-profile_overhead_pct|<= 5|le|5'
+profile_overhead_pct|<= 5|le|5
+mover_ns_per_entity_1m|<= 3|le|3
+mover_floor_ratio|<= 1.2|le|1.2
+mover_shuffled_ns_per_entity_1m|-|-|0
+bytes_per_mover_entity|<= 100|le|100
+mspt_p99_1m_movers_1t|<= 8|le|8'
 
 {
   printf '{'

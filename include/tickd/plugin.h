@@ -21,6 +21,25 @@
  * unregister or change tick functions, spawn or destroy (a class that does
  * has no batch form).
  *
+ * Storage.  The host keeps the states of a class's actors and components
+ * densely, in chunks of consecutive states, in the order their tick functions
+ * were registered (the order the scheduler runs them in).  A batch tick
+ * receives its run as a `tkp_run`: n states `stride` bytes apart starting at
+ * `states`, with their instances in the same order - a plain loop over memory,
+ * no lookup per instance.  A run the scheduler hands over whole may reach the
+ * class as several calls (one per chunk, or per stretch of consecutive
+ * states), each in order.
+ *
+ * Pointer lifetimes.  Destroys leave holes that the host closes by moving
+ * later instances of the class down (order kept), in a pass at the end of a
+ * frame (the engine's core ticker, after the world tick), and only for
+ * classes that lost an instance since the previous pass.  So a `tkp_obj *`
+ * and a state pointer of an actor or a component stay valid from the moment
+ * a call receives them until the end of the current frame (of the next one
+ * for a call between frames), and for longer only while no instance of its
+ * class is destroyed; a tickable's stay valid until it is removed.  Keep entity ids, not pointers, across frames: timers
+ * hand their callback the current instance, entity_state finds a state by id.
+ *
  * Threads: every call happens on tickd's frame thread.
  *
  * A plugin exports two symbols:
@@ -45,7 +64,9 @@
 extern "C" {
 #endif
 
-#define TICKD_PLUGIN_ABI 1
+/* Version 2: tick_batch receives a tkp_run (dense states); timer callbacks
+ * receive their instance.  Version 1 plugins are refused, naming both. */
+#define TICKD_PLUGIN_ABI 2
 
 typedef uint64_t tkp_id;            /* an entity id; 0 = none */
 typedef struct tkp_obj tkp_obj;     /* an instance (opaque)   */
@@ -98,6 +119,18 @@ typedef struct tkp_ctx {
     bool pause_frame;     /* ticking in a pause frame                 */
 } tkp_ctx;
 
+/* A run of instances of one class for tick_batch: the i-th (i < n) is
+ * objs[i], its state at (char *)states + i * stride.  stride is the class's
+ * state_size rounded up to a multiple of 8 (0 for a class without state);
+ * states is aligned to 64 bytes at the start of a chunk, to 8 at least.
+ * Valid during the call only. */
+typedef struct tkp_run {
+    void *states;              /* the first instance's state               */
+    size_t stride;             /* bytes from one state to the next         */
+    tkp_obj *const *objs;      /* the instances, in the same order         */
+    size_t n;                  /* >= 1                                     */
+} tkp_run;
+
 typedef struct tkp_class {
     uint32_t abi;              /* TICKD_PLUGIN_ABI                         */
     const char *name;          /* 1..63 bytes of [A-Za-z0-9_.-]           */
@@ -112,8 +145,8 @@ typedef struct tkp_class {
     void (*create)(tkp_obj *o, const tkp_ctx *ctx);
     /* Required: one tick with the dt of the instance (s). */
     void (*tick)(tkp_obj *o, float dt, const tkp_ctx *ctx);
-    /* Optional: `n` instances of this class, in order, same dt. */
-    void (*tick_batch)(tkp_obj *const *objs, size_t n, float dt, const tkp_ctx *ctx);
+    /* Optional: the run's instances, in order, same dt (see tkp_run). */
+    void (*tick_batch)(const tkp_run *run, float dt, const tkp_ctx *ctx);
     /* Optional: after entity.set_props changed the state (`old` = before). */
     void (*props_changed)(tkp_obj *o, const void *old, const tkp_ctx *ctx);
     /* Optional: before the instance is freed. */
@@ -131,6 +164,7 @@ struct tkp_api {
     int (*prop_string)(const tkp_props *p, const char *key, const char **out);
     int (*prop_ids)(const tkp_props *p, const char *key, const tkp_id **ids, size_t *n);
     /* ---- instances ---- */
+    /* The state of o (see "Pointer lifetimes" above). */
     void *(*state)(tkp_obj *o);
     tkp_id (*entity)(const tkp_obj *o);       /* owning entity; 0: a tickable */
     int (*component)(const tkp_obj *o);       /* -1 actor, >= 0 component, -2 tickable */
@@ -153,12 +187,13 @@ struct tkp_api {
      * props, tick spec and level).  0, or -1 with err. */
     int (*spawn)(const tkp_ctx *c, tkp_obj *o, const tkp_spawn_ref *ref, char *err,
                  size_t errlen);
-    /* A world timer calling fn(ud) every `rate` s (or once), owned by o's
+    /* A world timer calling fn(ud, o, c) every `rate` s (or once), with o
+     * where that instance is at the time (it may have moved), owned by o's
      * entity, or by o if it is a tickable: cleared when that is destroyed
      * or removed.  Not part of snapshots.  Returns the handle, 0 on error
      * (o or fn NULL, rate not finite and > 0, too many timers). */
     uint64_t (*timer_set)(const tkp_ctx *c, tkp_obj *o, double rate, bool loop,
-                          void (*fn)(void *ud, const tkp_ctx *c), void *ud);
+                          void (*fn)(void *ud, tkp_obj *o, const tkp_ctx *c), void *ud);
     void (*timer_clear)(const tkp_ctx *c, uint64_t handle);
     /* ---- misc ---- */
     /* Log at level 0 error, 1 warn, 2 info, 3 debug, into tickd's log as given

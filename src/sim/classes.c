@@ -5,11 +5,12 @@
  * and a tickable.
  *
  *   counter   nothing but being counted (the core keeps the counters)
- *   mover     x, y, z += v * dt each tick (batch form)
+ *   mover     x, y, z += v * dt each tick (batch form: a loop over the
+ *             run's states)
  *   spawner   every `every`-th tick spawns `spawn` (or a copy of itself)
  *             until it spawned `max_total` times
  *   follower  prerequisite on its target's actor tick (an attached child);
- *             copies the target's position each tick
+ *             copies the target's position each tick (batch form)
  *   burner    busy-works `work_us` microseconds each tick (load tests)
  */
 #include <stddef.h>
@@ -31,10 +32,9 @@ static void counter_tick(tkp_obj *o, float dt, const tkp_ctx *c)
     (void)c;
 }
 
-static void counter_batch(tkp_obj *const *o, size_t n, float dt, const tkp_ctx *c)
+static void counter_batch(const tkp_run *run, float dt, const tkp_ctx *c)
 {
-    (void)o;
-    (void)n;
+    (void)run;
     (void)dt;
     (void)c;
 }
@@ -70,11 +70,16 @@ static void mover_tick(tkp_obj *o, float dt, const tkp_ctx *c)
     mover_step(c->api->state(o), dt);
 }
 
-static void mover_batch(tkp_obj *const *o, size_t n, float dt, const tkp_ctx *c)
+/* The run's states are consecutive movers (the stride is sizeof(mover), a
+ * multiple of 8): a plain loop over memory. */
+_Static_assert(sizeof(mover) % 8 == 0, "the host's stride is the state size");
+
+static void mover_batch(const tkp_run *run, float dt, const tkp_ctx *c)
 {
-    void *(*state)(tkp_obj *) = c->api->state;
-    for (size_t i = 0; i < n; i++)
-        mover_step(state(o[i]), dt);
+    (void)c;
+    mover *m = run->states;
+    for (size_t i = 0, n = run->n; i < n; i++)
+        mover_step(&m[i], dt);
 }
 
 static const tkp_class mover_class =
@@ -160,10 +165,8 @@ static void follower_props_changed(tkp_obj *o, const void *old, const tkp_ctx *c
     follower_create(o, c);
 }
 
-static void follower_tick(tkp_obj *o, float dt, const tkp_ctx *c)
+static void follow(follower *f, const tkp_ctx *c)
 {
-    (void)dt;
-    follower *f = c->api->state(o);
     double pos[3];
     if (c->api->entity_position(c, f->target, pos)) {
         f->x = pos[0];
@@ -172,11 +175,28 @@ static void follower_tick(tkp_obj *o, float dt, const tkp_ctx *c)
     }
 }
 
+static void follower_tick(tkp_obj *o, float dt, const tkp_ctx *c)
+{
+    (void)dt;
+    follow(c->api->state(o), c);
+}
+
+/* Followers of a run read their targets, which ticked before them (their
+ * prerequisites): the same as one by one, in any order. */
+static void follower_batch(const tkp_run *run, float dt, const tkp_ctx *c)
+{
+    (void)dt;
+    follower *f = run->states;
+    for (size_t i = 0; i < run->n; i++)
+        follow(&f[i], c);
+}
+
 static const tkp_class follower_class =
     CLASS(.name = "follower", .state_size = sizeof(follower), .props = follower_props,
           .n_props = sizeof follower_props / sizeof follower_props[0],
           .position = offsetof(follower, x), .create = follower_create, .tick = follower_tick,
-          .props_changed = follower_props_changed);
+          .tick_batch = follower_batch, .props_changed = follower_props_changed);
+_Static_assert(sizeof(follower) % 8 == 0, "the host's stride is the state size");
 
 /* ---- burner ------------------------------------------------------------------------- */
 

@@ -145,6 +145,24 @@ const tkp_class *tks_class_abi(const tks_class *c);
 const char *tks_class_origin(const tks_class *c);
 
 /*
+ * How a class's actors and components are stored: densely, in chunks of
+ * consecutive states in the order the scheduler runs them (see tickd/plugin.h
+ * "Storage").  Destroys leave holes that the engine's core ticker closes at
+ * the end of each frame (at most a budget of moves per frame), so `holes` is
+ * 0 again a frame or a few after destroys.
+ */
+typedef struct tks_storage_info {
+    uint64_t live;             /* instances stored (actors and components)    */
+    uint64_t holes;            /* rows of destroyed ones, not yet closed      */
+    uint64_t chunks;           /* chunks allocated                            */
+    uint64_t rows;             /* rows those chunks hold (in use or free)     */
+    uint64_t bytes;            /* bytes allocated for them                    */
+    size_t stride;             /* bytes from one state to the next            */
+} tks_storage_info;
+
+void tks_class_storage(const tks_class *c, tks_storage_info *out);
+
+/*
  * Register a class (a plugin's; the built-in ones are registered by
  * tks_new).  Checks the ABI version, the name (unique), the tick function and
  * every prop declaration (types, offsets inside the state, unique names).

@@ -189,6 +189,10 @@ static const refusal refusals[] = {
      {"bad_abi"},
      {"plugin ABI version 999", "this tickd speaks " ABI_STR(TICKD_PLUGIN_ABI)},
      false},
+    {"ABI of an older tickd",
+     {"bad_old_abi"},
+     {"plugin ABI version 1", "this tickd speaks " ABI_STR(TICKD_PLUGIN_ABI)},
+     false},
     {"no tickd_plugin_classes",
      {"bad_noclasses"},
      {"missing symbol tickd_plugin_classes"},
@@ -1344,6 +1348,45 @@ START_TEST(plugins_boids_batch_identical)
 END_TEST
 
 /*
+ * A class's batch form receives its run's own states (tkp_run): tallies
+ * spawned interleaved with movers and probes, a third of them destroyed, then
+ * stepped; every tally ticked through the batch form, and in each run the
+ * i-th state was the i-th instance's (probe.c counts the others in
+ * bad_runs).  With tick.batch false they tick one by one: batched stays 0.
+ */
+START_TEST(plugins_batch_gets_runs)
+{
+    tkit_conn *c;
+    tkit_daemon *d = start_paused(&c);
+    long long ids[90];
+    for (int i = 0; i < 90; i++)
+        ids[i] = spawn(c, i % 3 == 0   ? "{\"class\":\"tally\"}"
+                          : i % 3 == 1 ? "{\"class\":\"mover\",\"props\":{\"vx\":1}}"
+                                       : "{\"class\":\"probe\"}");
+    long long solo = spawn(c, "{\"class\":\"tally\",\"tick\":{\"batch\":false}}");
+    step(c, 2);
+    for (int i = 0; i < 90; i += 7)
+        tkit_ok(c, "entity.destroy", "{\"ids\":[%lld]}", ids[i]);
+    step(c, 5);
+    int alive = 0;
+    for (int i = 0; i < 90; i += 3) {
+        if (i % 7 == 0)
+            continue;
+        alive++;
+        json_t *p = props(c, ids[i]);
+        ck_assert_int_eq(tkit_geti(p, "batched"), 7);
+        ck_assert_int_eq(tkit_geti(p, "bad_runs"), 0);
+        /* Each tally counted the live probes. */
+        ck_assert_int_eq(tkit_geti(p, "live"), 30 - 4);
+    }
+    ck_assert_int_eq(alive, 30 - 5);
+    ck_assert_int_eq(count(c, solo, "batched"), 0);
+    ck_assert_int_eq(count(c, solo, "live"), 30 - 4);
+    tkit_finish(d);
+}
+END_TEST
+
+/*
  * A snapshot loaded and stepped gives what stepping from the save gave,
  * even when the load rewinds the frame counter to a frame the flock
  * already ticked (the save and the load each in one batch with the step).
@@ -1404,6 +1447,7 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, plugins_boids_leader_prerequisite);
     tcase_add_test(tc, plugins_boids_check);
     tcase_add_test(tc, plugins_boids_batch_identical);
+    tcase_add_test(tc, plugins_batch_gets_runs);
     tcase_add_test(tc, plugins_boids_load_replays);
     suite_add_tcase(s, tc);
     return s;

@@ -14,9 +14,10 @@
 
 #include "harness.h"
 
-/* A world that uses every part of the snapshot format, built while paused
- * (the harness runs frames back to back: a running world could finish the
- * 3 s timer between two requests). */
+/* A world that uses every part of the snapshot format.  Built paused: an
+ * unpaced daemon runs thousands of frames while a loaded machine delays the
+ * client between two requests, enough for the 3 s timer to finish before it
+ * is paused or the 30 s life spans to end. */
 static void build_world(tkit_conn *c)
 {
     tkit_ok(c, "world.pause", NULL);

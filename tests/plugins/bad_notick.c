@@ -4,7 +4,7 @@
  */
 #include "tickd/plugin.h"
 
-static void idle_batch(tkp_obj *const *objs, size_t n, float dt, const tkp_ctx *c) {}
+static void idle_batch(const tkp_run *run, float dt, const tkp_ctx *c) {}
 
 static const tkp_class idle_class = {
     .abi = TICKD_PLUGIN_ABI, .name = "idle", .position = -1, .tick_batch = idle_batch};

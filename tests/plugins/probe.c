@@ -26,7 +26,9 @@
  *   tally   each tick copies the process-wide counts of probe creates and
  *           destroys, and walks every live probe (api->for_each) for their
  *           number, the sum of their levels and whether they came in entity
- *           id order with tickables last.  It has a batch form.
+ *           id order with tickables last.  It has a batch form, which
+ *           counts its ticks in `batched` and, in `bad_runs`, the ones whose
+ *           state in the run (tkp_run) was not the instance's.
  *
  * tickd_plugin_init checks the host's api table.  What it deliberately is
  * not: an example to copy (plugins/boids.c is); probe favours observability
@@ -107,9 +109,11 @@ static uint64_t g_created, g_destroyed;
  * a smaller one than the tick before. */
 static uint64_t g_frame, g_serial, g_frame_back, g_serial_back;
 
-static void on_timer(void *ud, const tkp_ctx *c)
+/* The timer finds its instance where it is now (it may have moved since
+ * the timer was set): ud is unused. */
+static void on_timer(void *ud, tkp_obj *o, const tkp_ctx *c)
 {
-    probe *p = ud;
+    probe *p = c->api->state(o);
     p->timer_fires++;
 }
 
@@ -117,7 +121,7 @@ static void start_timer(probe *p, tkp_obj *o, const tkp_ctx *c)
 {
     p->timer = 0;
     if (p->timer_rate > 0)
-        p->timer = c->api->timer_set(c, o, p->timer_rate, true, on_timer, p);
+        p->timer = c->api->timer_set(c, o, p->timer_rate, true, on_timer, NULL);
 }
 
 /* Refuse an armed probe with a level above 50 (the given props only). */
@@ -231,6 +235,9 @@ typedef struct tally {
     bool ordered;              /* visited in entity id order, tickables last   */
     uint64_t frame_back;       /* probe ticks that saw ctx->frame go back      */
     uint64_t serial_back;      /* probe ticks that saw ctx->serial go back     */
+    uint64_t batched;          /* ticks through tally_batch                    */
+    uint64_t bad_runs;         /* of those, ticks whose run state was not the
+                                  instance's (api->state)                      */
 } tally;
 
 static const tkp_prop tally_props[] = {
@@ -241,6 +248,8 @@ static const tkp_prop tally_props[] = {
     {"ordered", TKP_PROP_BOOL, offsetof(tally, ordered), 0, 0, 1, false},
     {"frame_back", TKP_PROP_COUNT, offsetof(tally, frame_back), 0, 0, 1e15, false},
     {"serial_back", TKP_PROP_COUNT, offsetof(tally, serial_back), 0, 0, 1e15, false},
+    {"batched", TKP_PROP_COUNT, offsetof(tally, batched), 0, 0, 1e15, false},
+    {"bad_runs", TKP_PROP_COUNT, offsetof(tally, bad_runs), 0, 0, 1e15, false},
 };
 
 typedef struct walk {
@@ -278,10 +287,17 @@ static void tally_tick(tkp_obj *o, float dt, const tkp_ctx *c)
     c->api->for_each(c, &probe_class, visit, &w);
 }
 
-static void tally_batch(tkp_obj *const *objs, size_t n, float dt, const tkp_ctx *c)
+/* Each instance of the run by its tkp_obj (the states are checked to be
+ * the run's: a state that is not is counted in bad_runs). */
+static void tally_batch(const tkp_run *run, float dt, const tkp_ctx *c)
 {
-    for (size_t i = 0; i < n; i++)
-        tally_tick(objs[i], dt, c);
+    for (size_t i = 0; i < run->n; i++) {
+        tally *t = (tally *)((unsigned char *)run->states + i * run->stride);
+        tally_tick(run->objs[i], dt, c);
+        if (c->api->state(run->objs[i]) != t)
+            t->bad_runs++;
+        t->batched++;
+    }
 }
 
 static const tkp_class tally_class = {

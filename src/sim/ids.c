@@ -1,0 +1,337 @@
+/*
+ * ids.c - entities by id, walks in id order, and the side table of what few
+ * entities have (extras).
+ *
+ * The id table maps an id to its entity's actor row: a hash table of blocks
+ * of TKS_IDB consecutive ids (sim_int.h).  Both it and the block list grow
+ * with the live entities, never with the ids' values: a snapshot may name
+ * any id below 2^53.  Ids come from a counter that only grows, so blocks are
+ * created in id order and the block list is sorted, except after restores
+ * (a snapshot's ids come in any order): a walk sorts it first, unless another
+ * walk is under way.  A freed block leaves a NULL in the list (found through
+ * the block's `li`), squeezed out when they are half of it.
+ *
+ * Extras (custom dilation, life span timer, the spec of a function never
+ * registered, components) live in an open-addressing table by id, so an
+ * entity without any costs nothing for them.  Its actor row says whether it
+ * has one (TKS_OBJ_EXTRA).
+ */
+#include <string.h>
+
+#include "sim_int.h"
+
+static inline size_t id_hash(uint64_t id)
+{
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    return (size_t)id;
+}
+
+/* ---- the id table -------------------------------------------------------------- */
+
+/* The slot of the block holding `id`, or NULL. */
+static tks_idslot *id_slot(const tks_sim *s, tks_id id)
+{
+    if (id == 0 || !s->ids_cap)
+        return NULL;
+    uint64_t key = (id >> TKS_IDB_BITS) + 1;
+    size_t m = s->ids_cap - 1, h = id_hash(key) & m;
+    while (s->ids[h].key) {
+        if (s->ids[h].key == key)
+            return &s->ids[h];
+        h = (h + 1) & m;
+    }
+    return NULL;
+}
+
+tks_obj *tks__entity(const tks_sim *s, tks_id id)
+{
+    tks_idslot *sl = id_slot(s, id);
+    return sl ? sl->b->e[id & (TKS_IDB - 1)] : NULL;
+}
+
+const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
+{
+    return (const tks_entity *)tks__entity(s, id);
+}
+
+static void ids_insert_raw(tks_sim *s, uint64_t key, tks_idblock *b)
+{
+    size_t m = s->ids_cap - 1, h = id_hash(key) & m;
+    while (s->ids[h].key)
+        h = (h + 1) & m;
+    s->ids[h].key = key;
+    s->ids[h].b = b;
+}
+
+/* Squeeze the NULLs out of the block list (no walk under way). */
+static void blist_squeeze(tks_sim *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_blist; i++) {
+        if (s->blist[i]) {
+            s->blist[k] = s->blist[i];
+            s->blist[k]->li = (uint32_t)k;
+            k++;
+        }
+    }
+    s->n_blist = k;
+    s->n_blist_dead = 0;
+}
+
+static int block_cmp(const void *a, const void *b)
+{
+    uint64_t x = (*(tks_idblock *const *)a)->key, y = (*(tks_idblock *const *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* Before a walk in id order: the block list sorted (restores may append out
+ * of order).  Sorting is a cache, not a change. */
+static void blist_prepare(tks_sim *s)
+{
+    if (!s->blist_unsorted || s->iterating)
+        return;
+    blist_squeeze(s);
+    qsort(s->blist, s->n_blist, sizeof *s->blist, block_cmp);
+    for (size_t i = 0; i < s->n_blist; i++)
+        s->blist[i]->li = (uint32_t)i;
+    s->blist_unsorted = false;
+}
+
+static void blist_add(tks_sim *s, tks_idblock *b)
+{
+    if (!s->iterating && s->n_blist_dead > 64 && s->n_blist_dead * 2 > s->n_blist)
+        blist_squeeze(s);
+    if (s->n_blist == s->cap_blist) {
+        s->cap_blist = s->cap_blist ? s->cap_blist * 2 : 64;
+        s->blist = tk_realloc(s->blist, s->cap_blist * sizeof *s->blist);
+    }
+    if (b->key < s->blist_max)
+        s->blist_unsorted = true;
+    else
+        s->blist_max = b->key;
+    b->li = (uint32_t)s->n_blist;
+    s->blist[s->n_blist++] = b;
+}
+
+void tks__id_put(tks_sim *s, tks_id id, tks_obj *o)
+{
+    tks_idslot *sl = id_slot(s, id);
+    if (!sl) {
+        if ((s->n_blocks + 1) * 2 > s->ids_cap) {
+            tks_idslot *old = s->ids;
+            size_t ocap = s->ids_cap;
+            s->ids_cap = ocap ? ocap * 2 : 64;
+            s->ids = tk_calloc(s->ids_cap, sizeof *s->ids);
+            for (size_t i = 0; i < ocap; i++)
+                if (old[i].key)
+                    ids_insert_raw(s, old[i].key, old[i].b);
+            tk_free(old);
+        }
+        tks_idblock *b = tk_calloc(1, sizeof *b);
+        b->key = (id >> TKS_IDB_BITS) + 1;
+        ids_insert_raw(s, b->key, b);
+        blist_add(s, b);
+        s->n_blocks++;
+        sl = id_slot(s, id);
+    }
+    sl->b->e[id & (TKS_IDB - 1)] = o;
+    sl->b->live++;
+}
+
+void tks__id_move(tks_sim *s, tks_id id, tks_obj *o)
+{
+    tks_idslot *sl = id_slot(s, id);
+    TKS_ALWAYS(sl && sl->b->e[id & (TKS_IDB - 1)]);
+    sl->b->e[id & (TKS_IDB - 1)] = o;
+}
+
+void tks__id_drop(tks_sim *s, tks_id id)
+{
+    tks_idslot *sl = id_slot(s, id);
+    tks_idblock *blk = sl->b;
+    blk->e[id & (TKS_IDB - 1)] = NULL;
+    if (--blk->live)
+        return;
+    /* The block's last entity: free it; backward-shift deletion of its
+     * slot (no tombstones, lookups stay short). */
+    s->blist[blk->li] = NULL;
+    s->n_blist_dead++;
+    tk_free(blk);
+    s->n_blocks--;
+    size_t m = s->ids_cap - 1, i = (size_t)(sl - s->ids), j = i;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!s->ids[j].key)
+            break;
+        size_t h = id_hash(s->ids[j].key) & m;
+        if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+            continue;
+        s->ids[i] = s->ids[j];
+        i = j;
+    }
+    s->ids[i].key = 0;
+    s->ids[i].b = NULL;
+}
+
+void tks__ids_free(tks_sim *s)
+{
+    for (size_t i = 0; i < s->n_blist; i++)
+        tk_free(s->blist[i]);
+    tk_free(s->blist);
+    tk_free(s->ids);
+    s->blist = NULL;
+    s->ids = NULL;
+    s->n_blist = s->cap_blist = s->n_blist_dead = 0;
+    s->ids_cap = s->n_blocks = 0;
+    s->blist_max = 0;
+    s->blist_unsorted = false;
+}
+
+/* ---- walks in id order --------------------------------------------------------- */
+
+void tks__iter_begin(tks_sim *s, tks_iter *it)
+{
+    blist_prepare(s);
+    if (!s->iterating && s->n_blist_dead)
+        blist_squeeze(s);
+    s->iterating++;
+    it->bi = 0;
+    it->slot = 0;
+}
+
+tks_obj *tks__iter_next(tks_sim *s, tks_iter *it)
+{
+    while (it->bi < s->n_blist) {
+        /* Re-read the block each step: the callback may have freed it. */
+        tks_idblock *b = s->blist[it->bi];
+        while (b && it->slot < TKS_IDB) {
+            tks_obj *o = b->e[it->slot++];
+            if (o)
+                return o;
+        }
+        it->bi++;
+        it->slot = 0;
+    }
+    return NULL;
+}
+
+uint64_t tks__iter_skip(tks_sim *s, tks_iter *it, uint64_t k)
+{
+    uint64_t skipped = 0;
+    while (it->slot == 0 && it->bi < s->n_blist) {
+        tks_idblock *b = s->blist[it->bi];
+        if (b && skipped + b->live > k)
+            break;
+        skipped += b ? b->live : 0;
+        it->bi++;
+    }
+    return skipped;
+}
+
+void tks__iter_end(tks_sim *s, tks_iter *it)
+{
+    (void)it;
+    s->iterating--;
+}
+
+/* ---- extras --------------------------------------------------------------------- */
+
+static tks_xslot *x_slot(const tks_sim *s, tks_id id)
+{
+    if (!s->xs_cap)
+        return NULL;
+    size_t m = s->xs_cap - 1, h = id_hash(id) & m;
+    while (s->xs[h].id) {
+        if (s->xs[h].id == id)
+            return &s->xs[h];
+        h = (h + 1) & m;
+    }
+    return NULL;
+}
+
+static void x_insert_raw(tks_sim *s, tks_id id, tks_extra *x)
+{
+    size_t m = s->xs_cap - 1, h = id_hash(id) & m;
+    while (s->xs[h].id)
+        h = (h + 1) & m;
+    s->xs[h].id = id;
+    s->xs[h].x = x;
+}
+
+tks_extra *tks__extra(const tks_sim *s, tks_id id)
+{
+    tks_xslot *sl = x_slot(s, id);
+    return sl ? sl->x : NULL;
+}
+
+tks_extra *tks__extra_new(tks_sim *s, tks_obj *actor, size_t n_comps)
+{
+    TKS_ALWAYS(!(actor->flags & TKS_OBJ_EXTRA));
+    if ((s->n_xs + 1) * 2 > s->xs_cap) {
+        tks_xslot *old = s->xs;
+        size_t ocap = s->xs_cap;
+        s->xs_cap = ocap ? ocap * 2 : 64;
+        s->xs = tk_calloc(s->xs_cap, sizeof *s->xs);
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].id)
+                x_insert_raw(s, old[i].id, old[i].x);
+        tk_free(old);
+    }
+    tks_extra *x = tk_calloc(1, sizeof *x + n_comps * sizeof(tks_compref));
+    x->dilation = 1.0f;
+    x->n_comps = (uint16_t)n_comps;
+    x_insert_raw(s, actor->id, x);
+    s->n_xs++;
+    actor->flags |= TKS_OBJ_EXTRA;
+    return x;
+}
+
+tks_extra *tks__extra_take(tks_sim *s, tks_id id)
+{
+    tks_xslot *sl = x_slot(s, id);
+    if (!sl)
+        return NULL;
+    tks_extra *x = sl->x;
+    size_t m = s->xs_cap - 1, i = (size_t)(sl - s->xs), j = i;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!s->xs[j].id)
+            break;
+        size_t h = id_hash(s->xs[j].id) & m;
+        if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+            continue;
+        s->xs[i] = s->xs[j];
+        i = j;
+    }
+    s->xs[i].id = 0;
+    s->xs[i].x = NULL;
+    s->n_xs--;
+    return x;
+}
+
+void tks__extras_free(tks_sim *s)
+{
+    for (size_t i = 0; i < s->xs_cap; i++)
+        tk_free(s->xs[i].x);
+    tk_free(s->xs);
+    s->xs = NULL;
+    s->xs_cap = s->n_xs = 0;
+}
+
+tks_obj *tks__comp(const tks_sim *s, const tks_obj *e, int comp)
+{
+    if (comp < 0 || !(e->flags & TKS_OBJ_EXTRA))
+        return NULL;
+    const tks_extra *x = tks__extra(s, e->id);
+    return x && comp < x->n_comps ? x->comps[comp].o : NULL;
+}
+
+size_t tks__n_comps(const tks_sim *s, const tks_obj *e)
+{
+    if (!(e->flags & TKS_OBJ_EXTRA))
+        return 0;
+    const tks_extra *x = tks__extra(s, e->id);
+    return x ? x->n_comps : 0;
+}
