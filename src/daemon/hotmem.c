@@ -31,6 +31,7 @@ struct tkd_hotmem {
     atomic_int state;       /* IDLE, GROWING, GROWN                    */
     size_t want;            /* GROWING: bytes asked for                */
     char *grown;            /* GROWN: the new mapping, or NULL (failed) */
+    size_t failed;          /* bytes a growth could not map (0: none)   */
     /* the regions of the fork in progress */
     struct iovec *reg;
     size_t *off;
@@ -61,6 +62,8 @@ static void join_growth(tkd_hotmem *h)
     if (atomic_load(&h->state) == IDLE)
         return;
     pthread_join(h->th, NULL);
+    if (!h->grown)
+        h->failed = h->want;
     if (h->grown) {
         if (h->shadow)
             munmap(h->shadow, h->cap);
@@ -108,6 +111,10 @@ bool tkd_hotmem_ready(tkd_hotmem *h, size_t bytes)
     if (st == GROWN)
         join_growth(h);
     if (h->cap >= bytes)
+        return true;
+    /* A shadow that size could not be mapped: go on without (the save
+     * forks with copy-on-write; tkd_hotmem_before_fork says so). */
+    if (h->failed && h->failed <= bytes + bytes / 4 + (1u << 20))
         return true;
     h->want = round_up(bytes + bytes / 4 + (1u << 20), page_size());
     sigset_t all, old;

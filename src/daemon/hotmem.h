@@ -33,7 +33,9 @@ void tkd_hotmem_free(tkd_hotmem *h);
 /*
  * Is the shadow big enough for `bytes` of regions?  If not, starts growing
  * it (to a margin above `bytes`) on a thread and answers false; call again
- * later (once per frame).  Never blocks.
+ * later (once per frame).  Never blocks.  True also once a shadow that big
+ * could not be mapped: then tkd_hotmem_before_fork refuses, and the caller
+ * forks as usual.
  */
 bool tkd_hotmem_ready(tkd_hotmem *h, size_t bytes);
 

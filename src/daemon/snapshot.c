@@ -44,6 +44,7 @@
 
 #include "params.h"
 #include "snapshot.h"
+#include "hotmem.h"
 #include "jsonw.h"
 #include "tickd/clock.h"
 
@@ -1980,9 +1981,38 @@ struct tkd_bgsave {
     uint64_t start_ns;        /* monotonic                               */
     bg_req *queue, **tail;    /* waiting world.save requests             */
     tk_ticker_handle ticker;  /* the reaper                              */
+    tkd_hotmem *hot;          /* the class states handed over as a copy  */
+    struct iovec *reg;        /* their regions (tks_hot_regions)         */
+    size_t n_reg, cap_reg;
 };
 
-static void bg_child(tkd *d, const char *path, int wfd, pid_t parent)
+/* The hot regions of the world now, into b->reg; their bytes. */
+static size_t hot_regions(tkd *d)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    size_t n = tks_hot_regions(d->sim, NULL, 0);
+    if (n > b->cap_reg) {
+        b->cap_reg = n;
+        b->reg = tk_realloc(b->reg, n * sizeof *b->reg);
+    }
+    b->n_reg = tks_hot_regions(d->sim, b->reg, n);
+    size_t bytes = 0;
+    for (size_t i = 0; i < b->n_reg; i++)
+        bytes += b->reg[i].iov_len;
+    return bytes;
+}
+
+/* Can a save start now without copy-on-write of the class states?  (The
+ * shadow they are copied into grows on a thread first.) */
+static bool hot_ready(tkd *d)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    if (!b->hot)
+        b->hot = tkd_hotmem_new();
+    return tkd_hotmem_ready(b->hot, hot_regions(d));
+}
+
+static void bg_child(tkd *d, const char *path, int wfd, pid_t parent, bool hot)
 {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
@@ -2002,7 +2032,16 @@ static void bg_child(tkd *d, const char *path, int wfd, pid_t parent)
     char err[TKD_ERR_MAX], line[TKD_ERR_MAX + 96];
     uint64_t bytes = 0;
     snap_counts cnt;
-    int rc = write_file(d, path, &bytes, &cnt, err, sizeof err);
+    int rc;
+    /* The class states were left out of the fork: their copy goes where
+     * they were, or nothing of them may be read. */
+    if (hot && tkd_hotmem_in_child(d->bgsave->hot) != 0) {
+        rc = -32603;
+        snprintf(err, sizeof err, "path: saving %.400s: cannot map the copy of the world's states",
+                 path);
+    } else {
+        rc = write_file(d, path, &bytes, &cnt, err, sizeof err);
+    }
     int n = rc ? snprintf(line, sizeof line, "%d %s\n", rc, err)
                : snprintf(line, sizeof line, "0 %llu %llu %llu %llu\n", (unsigned long long)bytes,
                           (unsigned long long)cnt.entities, (unsigned long long)cnt.timers,
@@ -2045,7 +2084,18 @@ static void bg_start(tkd *d, const bg_req *q)
     }
     pid_t parent = getpid();
     uint64_t t0 = tk_clock_now_ns();
+    /* Class states: copied aside and left out of the child (hotmem.h). */
+    bool hot = false;
+    if (b->hot && hot_regions(d) > 0) {
+        char herr[160];
+        hot = tkd_hotmem_before_fork(b->hot, b->reg, b->n_reg, herr, sizeof herr) == 0;
+        if (!hot)
+            tk_log_debug("snapshot (%s): forking with copy-on-write: %s", q->why, herr);
+    }
+    uint64_t t1 = tk_clock_now_ns();
     pid_t pid = fork();
+    if (hot && pid != 0)
+        tkd_hotmem_after_fork(b->hot);
     if (pid < 0) {
         char msg[TKD_ERR_MAX];
         snprintf(msg, sizeof msg, "path: cannot save %.400s: fork: %s", q->path, strerror(errno));
@@ -2056,11 +2106,13 @@ static void bg_start(tkd *d, const bg_req *q)
     }
     if (pid == 0) {
         close(pfd[0]);
-        bg_child(d, q->path, pfd[1], parent);
+        bg_child(d, q->path, pfd[1], parent, hot);
     }
     close(pfd[1]);
-    tk_log_debug("snapshot (%s): writing %s in process %ld (fork took %.1f ms)", q->why, q->path,
-                (long)pid, (double)(tk_clock_now_ns() - t0) / 1e6);
+    tk_log_debug("snapshot (%s): writing %s in process %ld (%zu state regions copied in %.1f ms, "
+                 "fork took %.1f ms)",
+                 q->why, q->path, (long)pid, hot ? b->n_reg : 0, (double)(t1 - t0) / 1e6,
+                 (double)(tk_clock_now_ns() - t1) / 1e6);
     b->pid = pid;
     b->rfd = pfd[0];
     b->cur = *q;
@@ -2110,7 +2162,7 @@ static void bg_next(tkd *d)
     struct tkd_bgsave *b = d->bgsave;
     /* A request in slices (a big spawn) is in progress: a snapshot now would
      * hold half of it, so saves wait for it to end. */
-    while (!b->pid && b->queue && !d->jobs) {
+    while (!b->pid && b->queue && !d->jobs && hot_ready(d)) {
         bg_req *q = b->queue;
         b->queue = q->next;
         if (!b->queue)
@@ -2157,8 +2209,11 @@ int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *
         d->bgsave->tail = &d->bgsave->queue;
     }
     struct tkd_bgsave *b = d->bgsave;
-    if (b->pid || b->queue || d->jobs) {
-        if (!call) {
+    bool busy = b->pid || b->queue || d->jobs;
+    if (busy || !hot_ready(d)) {
+        /* An autosave is skipped while another save or a request in slices
+         * runs; it waits for the shadow of the class states like any save. */
+        if (!call && busy) {
             if (!b->pid && !b->queue)
                 snprintf(err, errlen, "a request in slices is in progress");
             else
@@ -2215,6 +2270,8 @@ void tkd_snapshot_finish(tkd *d)
     }
     if (b->ticker != TK_TICKER_NONE)
         tk_ticker_remove(d->engine, b->ticker);
+    tkd_hotmem_free(b->hot);
+    tk_free(b->reg);
     tk_free(b);
     d->bgsave = NULL;
 }

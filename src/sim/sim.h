@@ -163,6 +163,16 @@ typedef struct tks_storage_info {
 void tks_class_storage(const tks_class *c, tks_storage_info *out);
 
 /*
+ * The storage the frame writes every frame (class states): the chunks that
+ * are mappings of their own, page-aligned, whole pages (small chunks live in
+ * the heap and are not listed).  Fills up to `max` (out may be NULL with max
+ * 0) and returns how many there are.  For saving in a child process without
+ * copy-on-write (daemon/hotmem.h).  Valid until the world changes.
+ */
+struct iovec;
+size_t tks_hot_regions(const tks_sim *s, struct iovec *out, size_t max);
+
+/*
  * Register a class (a plugin's; the built-in ones are registered by
  * tks_new).  Checks the ABI version, the name (unique), the tick function and
  * every prop declaration (types, offsets inside the state, unique names).

@@ -48,13 +48,20 @@
  *
  * Not here: what rows mean (spawn.c, entity.c), the id table (ids.c).
  */
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "sim_int.h"
+#include "tickd/log.h"
 
 #define CHUNK_BYTES      (4096u * 1024u) /* target size of a full-size chunk     */
 #define CHUNK_FIRST_ROWS 16u             /* rows of a class's first chunk           */
 #define ROWS_MAX         65536u          /* rows a chunk can index (tkp_obj.row)    */
+
+static void chunk_free(const tks_store *st, tks_chunk *c);
 
 void tks__store_init(tks_store *st, tks_sim *s, const tks_class *cls)
 {
@@ -74,7 +81,7 @@ void tks__store_init(tks_store *st, tks_sim *s, const tks_class *cls)
 void tks__store_fini(tks_store *st)
 {
     for (size_t i = 0; i < st->n_chunks; i++)
-        tk_free(st->chunks[i]);
+        chunk_free(st, st->chunks[i]);
     tk_free(st->chunks);
     st->chunks = NULL;
     st->n_chunks = st->cap_chunks = 0;
@@ -103,11 +110,70 @@ void tks_class_storage(const tks_class *c, tks_storage_info *out)
     }
 }
 
+/*
+ * Chunks of HOT_MIN bytes or more are mappings of their own (whole pages),
+ * so that a save child can be forked without them and handed a copy
+ * (tks_hot_regions, daemon/hotmem.h): the frame writes their states every
+ * frame, and copy-on-write would trap on each of those pages.
+ */
+#define HOT_MIN (64u << 10)
+
+static size_t page_round(size_t n)
+{
+    static size_t ps;
+    if (!ps) {
+        long v = sysconf(_SC_PAGESIZE);
+        ps = v > 0 ? (size_t)v : 4096;
+    }
+    return (n + ps - 1) / ps * ps;
+}
+
+static void *chunk_alloc(size_t bytes)
+{
+    if (bytes < HOT_MIN)
+        return tk_malloc(bytes);
+    void *p = mmap(NULL, page_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        tk_log_error("out of memory mapping %zu bytes of entity storage", page_round(bytes));
+        abort();
+    }
+    return p;
+}
+
+static void chunk_free(const tks_store *st, tks_chunk *c)
+{
+    size_t bytes = chunk_bytes(st, c->cap);
+    if (bytes < HOT_MIN)
+        tk_free(c);
+    else
+        munmap(c, page_round(bytes));
+}
+
+size_t tks_hot_regions(const tks_sim *s, struct iovec *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < tks_class_count(s); k++) {
+        const tks_store *st = &tks_class_at(s, k)->store;
+        for (size_t i = 0; i < st->n_chunks; i++) {
+            size_t bytes = chunk_bytes(st, st->chunks[i]->cap);
+            if (bytes < HOT_MIN)
+                continue;
+            if (n < max) {
+                out[n].iov_base = st->chunks[i];
+                out[n].iov_len = page_round(bytes);
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
 static tks_chunk *chunk_new(tks_store *st, uint32_t cap)
 {
     size_t head = offsetof(tks_chunk, hdr) + (size_t)cap * sizeof(tks_obj);
     /* 63 spare bytes: the states start on a cache line. */
-    tks_chunk *c = tk_malloc(chunk_bytes(st, cap));
+    tks_chunk *c = chunk_alloc(chunk_bytes(st, cap));
     c->st = st;
     c->states = (unsigned char *)(((uintptr_t)c + head + 63) & ~(uintptr_t)63);
     c->stride = st->stride;
@@ -132,7 +198,7 @@ static void chunk_drop(tks_store *st, tks_chunk *c)
     st->n_chunks--;
     for (size_t k = i; k < st->n_chunks; k++)
         st->chunks[k]->index = (uint32_t)k;
-    tk_free(c);
+    chunk_free(st, c);
 }
 
 tks_obj *tks__store_append(tks_store *st, tks_id id, tk_level_id level, int comp)
