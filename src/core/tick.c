@@ -3193,6 +3193,7 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                 prof_feed(w, cls, lslot, (uint8_t)g, j - i, id_slot(L->ids[i]), L->targets[i]);
             L->cur = j - 1;
             ran += j - i;
+            ctx.self = TK_TICK_NONE;
             if (slow) {
                 sr_close(w, &sr);
                 tk_tick_id first = L->ids[i];
