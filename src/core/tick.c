@@ -72,7 +72,8 @@
 #define NONE32 0xffffffffu
 #define MAX_NEWLY_ROUNDS 101
 #define GROUPS 8
-#define COMPACT_BUDGET 65536u /* lane entries looked at per frame by compaction */
+#define COMPACT_BUDGET 131072u /* compaction work per frame (units, see below) */
+#define COMPACT_MOVE 16u       /* units of a moved entry; a skipped one is 1   */
 #define SLOW_HOLD 64u         /* lane runs timed one by one after a slow run     */
 #define SLOW_RUN_MAX 256u     /* functions timed together at most                */
 
@@ -712,7 +713,7 @@ static void lane_kill(struct tk__ticks *T, rec *r)
     lane *L = &T->lanes[r->lane];
     entry_clear(L, r->pos);
     L->n_dead++;
-    if (L->n_dead * 4 > L->n || L->n_dead > 4096)
+    if (L->n_dead * 4 > L->n)
         lane_mark_dirty(T, r->lane);
 }
 
@@ -756,10 +757,19 @@ static void lane_merge_tail(struct tk__ticks *T, uint32_t lid)
     qsort(tail, n_tail, sizeof *tail, lent_cmp);
     for (uint32_t i = from; i < n_old; i++)
         entry_clear(L, i);
-    uint32_t total = from + (uint32_t)n_tail, lowest = total;
+    uint32_t total = from + (uint32_t)n_tail;
+    /* A compaction under way: follow the start of its hole (or, with no
+     * hole, its next entry).  Dead entries move along before any tail entry
+     * is placed, so tail entries never land inside the hole; those placed
+     * before it shift it as a whole. */
+    bool comp = L->compacting;
+    uint32_t track = L->cw < L->cr ? L->cw : L->cr;
+    int64_t moved_to = -1;
     int64_t i = (int64_t)from - 1, j = (int64_t)n_tail - 1, k = (int64_t)total - 1;
     while (j >= 0) {
         if (i >= 0 && (!L->ids[i] || T->recs[id_slot(L->ids[i])].seq > tail[j].seq)) {
+            if (comp && i == (int64_t)track)
+                moved_to = k;
             entry_move(T, L, (uint32_t)i, (uint32_t)k);
             i--;
         } else {
@@ -773,26 +783,35 @@ static void lane_merge_tail(struct tk__ticks *T, uint32_t lid)
             T->recs[id_slot(tail[j].id)].pos = q;
             j--;
         }
-        lowest = (uint32_t)k;
         k--;
     }
     tk_free(tail);
     L->n = total;
     L->sorted_n = total;
     L->layout++;
-    if (L->compacting && lowest < L->cr) {
-        /* The hole moved with the merge: its entries count as dead ones
-         * again, and the compaction resumes before the first moved entry. */
-        L->n_dead += L->cr - L->cw;
-        L->cw = L->cr = TK_MIN(L->cw, lowest);
+    if (comp) {
+        if (L->cw < L->cr) {
+            if (moved_to >= 0) {
+                uint32_t shift = (uint32_t)moved_to - L->cw;
+                L->cw += shift;
+                L->cr += shift;
+            }
+        } else if (track >= from) {
+            L->cw = L->cr = total; /* all looked at: it ends at the next step */
+        } else if (moved_to >= 0) {
+            L->cw = L->cr = (uint32_t)moved_to;
+        }
     }
 }
 
 /*
- * Remove dead entries of a lane (between frames), looking at no more than
- * `budget` entries; returns how many it looked at.  The lane stays
+ * Remove dead entries of a lane (between frames), within `budget` units of
+ * work: a dead entry looked at costs 1, a live one moved COMPACT_MOVE (it
+ * writes its entry and its record); returns the units spent.  The lane stays
  * `compacting` until its end is reached; meanwhile the hole is only dead
- * entries, which the runs skip 64 at a time.
+ * entries, which runs skip 64 at a time.  Capacity is kept (the arrays are
+ * reused by later registrations; giving a big block back would unmap it in
+ * one go, milliseconds on a paravirtualized VM).
  */
 static uint32_t lane_compact_step(struct tk__ticks *T, uint32_t lid, uint32_t budget)
 {
@@ -803,47 +822,39 @@ static uint32_t lane_compact_step(struct tk__ticks *T, uint32_t lid, uint32_t bu
         L->compacting = true;
         L->cw = L->cr = 0;
     }
-    uint32_t end = TK_MIN(L->n, L->cr + budget), looked = end - L->cr;
+    uint32_t spent = 0, i = L->cr;
     bool moved = false;
-    for (uint32_t i = L->cr; i < end; i++) {
+    for (; i < L->n && spent < budget; i++) {
         if (!L->ids[i]) {
             L->n_dead--;
+            spent++;
             continue;
         }
         if (L->cw != i) {
             entry_move(T, L, i, L->cw);
             entry_clear(L, i);
             moved = true;
+            spent += COMPACT_MOVE;
+        } else {
+            spent++;
         }
         L->cw++;
     }
-    L->cr = end;
+    L->cr = i;
     if (moved)
         L->layout++;
     if (L->cr == L->n) {
         L->n = L->cw;
         L->sorted_n = TK_MIN(L->sorted_n, L->n);
         L->compacting = false;
-        /* Give memory back after a mass removal (a level of 2M functions). */
-        if (L->cap >= 4096 && L->n < L->cap / 4) {
-            uint32_t cap = L->cap;
-            while (cap >= 128 && L->n < cap / 4)
-                cap /= 2;
-            L->targets = tk_realloc(L->targets, cap * sizeof *L->targets);
-            L->ids = tk_realloc(L->ids, cap * sizeof *L->ids);
-            uint64_t **bm[] = {&L->act, &L->spec, &L->ivl, &L->solo};
-            for (size_t k = 0; k < TK_ARRAY_LEN(bm); k++)
-                *bm[k] = tk_realloc(*bm[k], (cap / 64) * sizeof **bm[k]);
-            L->cap = cap;
-        }
     }
-    return looked;
+    return spent;
 }
 
 /* Is the lane's upkeep finished (nothing to merge, no compaction due)? */
 static inline bool lane_settled(const lane *L)
 {
-    return L->sorted_n >= L->n && !L->compacting && !(L->n_dead * 4 > L->n || L->n_dead > 4096);
+    return L->sorted_n >= L->n && !L->compacting && !(L->n_dead * 4 > L->n);
 }
 
 /* ---- counters ------------------------------------------------------------- */
@@ -2210,8 +2221,17 @@ static void check_invariants(const struct tk__ticks *T)
     size_t live_entries = 0, members = 0;
     for (size_t l = 1; l < T->n_lanes; l++) {
         const lane *L = &T->lanes[l];
+        uint32_t dead = 0;
+        TK_ASSERT(L->sorted_n <= L->n && L->n <= L->cap);
+        if (L->compacting)
+            TK_ASSERT(L->cw <= L->cr && L->cr <= L->n);
         for (uint32_t p = 0; p < L->n; p++) {
             uint64_t id = L->ids[p];
+            bool in_hole = L->compacting && p >= L->cw && p < L->cr;
+            if (in_hole)
+                TK_ASSERT(!id);
+            else if (!id)
+                dead++;
             if (!id) {
                 TK_ASSERT(!bit_get(L->act, p) && !bit_get(L->spec, p) && !bit_get(L->ivl, p));
                 continue;
@@ -2234,6 +2254,9 @@ static void check_invariants(const struct tk__ticks *T)
                 TK_ASSERT(r->cohort);
             live_entries++;
         }
+        TK_ASSERT(dead == L->n_dead);
+        for (uint32_t p = L->n; p < L->cap; p++)
+            TK_ASSERT(!bit_get(L->act, p) && !bit_get(L->spec, p) && !bit_get(L->ivl, p));
     }
     TK_ASSERT(live_entries == T->n_live);
     TK_ASSERT(members == T->n_members);
@@ -2750,8 +2773,8 @@ static void upkeep(tk_world_t *w)
         all->n = 0;
     }
     /* Lanes: registration order is restored now (a lane runs in that
-     * order); dead entries go at most COMPACT_BUDGET looked-at entries per
-     * frame, so removing a level of millions costs no frame more than that. */
+     * order); dead entries go within COMPACT_BUDGET per frame (about 0.2 ms),
+     * so removing a level of millions costs no frame more than that. */
     uint32_t budget = COMPACT_BUDGET;
     size_t keep = 0;
     for (size_t i = 0; i < T->dirty_lanes.n; i++) {
