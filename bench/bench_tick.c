@@ -439,7 +439,7 @@ static double bench_batch(unsigned n, double *batched_ns, double *unbatched_ns)
  * are registered with batch=false, (c) the class without a batch form with
  * slow-tick detection at 5 ms (the daemon's default), (d) the floor: a loop
  * making one indirect call per object through the same tick function.  One
- * frame (floor: one pass) of each per sample, 31 samples, in CPU time; each
+ * frame (floor: one pass) of each per sample, 61 samples, in CPU time; each
  * ratio is the median of per-sample ratios.
  */
 typedef struct unbatched_figs {
@@ -486,7 +486,7 @@ static void bench_unbatched(unsigned n, unbatched_figs *out)
     /* Frames of the four contenders alternate, so that each sample sees the
      * same machine; the median of per-sample ratios drops the samples a
      * busy machine disturbed. */
-    enum { SAMPLES = 31 };
+    enum { SAMPLES = 61 };
     double vf[SAMPLES], vn[SAMPLES], vb[SAMPLES], vs[SAMPLES];
     double rn[SAMPLES], rb[SAMPLES], rs[SAMPLES];
     for (int r = 0; r < SAMPLES; r++) {

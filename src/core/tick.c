@@ -13,48 +13,65 @@
  * marks) live in an `ext` record that only unusual functions have.
  *
  * Lanes.  Every registered function sits in exactly one lane: a dense array
- * of targets (plus slot indices and two bitmaps) for one (actual start group,
- * priority band, prerequisite depth, class), in registration order.  A group
- * runs its lanes in (band, depth, class) order, which is the order tick.h
- * promises.  Bit `act` says the entry ticks this frame; bit `spec` says it
- * needs individual treatment (interval delta, custom dilation, no batching,
- * pause-frame ticking...).  A run of entries with act=1, spec=0 is handed to
- * the class's batch function in one call: the pointer read is the whole
- * per-function cost.  Lanes change only when a function is added, removed,
- * re-grouped or gets new prerequisites, and then only the lanes involved are
- * compacted (amortized: when a quarter of a lane is dead) or merged back into
- * registration order.
+ * of targets and ids (plus four bitmaps, see `lane`) for one (actual start
+ * group, priority band, prerequisite depth, class), in registration order.
+ * A group runs its lanes in (band, depth, class) order, which is the order
+ * tick.h promises.  Bit `act` says the entry ticks this frame; bit `spec`
+ * says it needs individual treatment (materialized counters, custom
+ * dilation, even_when_paused, cooling down on its own...).  A run of active
+ * entries without it is handed to the class's batch function in one call
+ * (the pointer read is the whole per-function cost), or, for a class without
+ * one and for batch = false entries, to its tick function one by one (a
+ * pointer and an id read: no record, no write but the lane's position).
+ * Lanes change only when a function is added, removed, re-grouped or gets new
+ * prerequisites; entries appended out of registration order are merged back
+ * at the next StartFrame (O(entries after the first place they go)), and
+ * dead entries are compacted away once a quarter of a lane is dead, within a
+ * bounded amount of work per frame (COMPACT_BUDGET): removing a level of
+ * millions spreads over frames instead of stopping one.
  *
  * Counters without writes.  An every-frame function in a lane ("derived")
  * does not update its own counters: its lane counts its runs and the sum of
  * the dt it handed out, and the function keeps a reference to a "cohort"
  * holding its counters as they were when it joined the lane (functions that
  * join with identical history share a cohort).  Its counters are cohort +
- * (lane now - lane at join).  A function that leaves the lane or stops being
- * an every-frame one has its counters materialized into its ext record.
+ * (lane now - lane at join).  Due-set members (below) derive theirs from
+ * their set the same way.  A function that stops being derived has its
+ * counters materialized into its ext record.
  *
  * Placement.  A function's actual groups, band and depth follow from its
  * prerequisites (QueueTickFunction, UE-SEMANTICS 3.6), computed once when
  * something changes, for the changed functions' connected component of the
  * prerequisite graph, in registration order, so the edge that closes a cycle
  * is the one Unreal would drop when iterating in registration order.  A
- * function whose group depends on a prerequisite that only ticks on some
- * frames (an interval function) is "dynamic": it is queued every frame the
- * way Unreal queues it (depth-first, prerequisites first, on an explicit
- * stack: a chain may be millions long) and runs from the
- * group's "extras" list, after the lanes of its band.  The same per-frame
+ * function whose groups or band a prerequisite can change from frame to
+ * frame (a dynamic one, or an interval one whose ticking would move it) is
+ * "dynamic": it is queued every frame the way Unreal queues it (depth-first,
+ * prerequisites first, on an explicit stack: a chain may be millions long)
+ * and runs from the group's "extras" list, after the lanes of its band.  An
+ * interval prerequisite that cannot move it is just a prerequisite: the
+ * function stays in its lane, one depth below it.  The same per-frame
  * queueing handles functions registered or enabled mid-frame (newly spawned).
  *
- * Intervals.  Cooling-down functions wait on a timing wheel (wheel_int.h),
- * one on world time and one on unpaused time (even_when_paused functions):
+ * Intervals.  Cooling-down functions wait on timing wheels (wheel_int.h):
  * a function that is not due costs nothing.  Due time + interval is exactly
- * Unreal's cooldown with overrun credit.
+ * Unreal's cooldown with overrun credit.  Enabled interval functions of one
+ * lane that share their interval, due time and last tick time cool down as
+ * one "due set" (`dset`): one wheel entry; when it comes due, one
+ * CalculateDeltaTime, one reschedule, and its members' entries become active
+ * by OR-ing a cached bitmap into the lane, so they run as batches with the
+ * set's dt.  Functions registered (or first ticked) in the same frame form
+ * one set, so 1M interval functions coming due together cost about what 1M
+ * every-frame functions cost.  Functions with individual treatment (custom
+ * dilation, even_when_paused, dynamic) cool down on their own wheel entries,
+ * even_when_paused ones on unpaused time.
  *
- * Complexity per frame: O(functions that tick) + O(lanes) + O(due interval
- * functions) + O(dynamic functions); registration O(1) amortized; adding or
- * removing a prerequisite edge O(1) (the edge index); a change to a function
- * with prerequisites O(size of its component).  No graph walk recurses.  No
- * allocation in a steady-state frame.
+ * Complexity per frame: O(functions that tick) + O(lanes) + O(due sets and
+ * due individual functions) + O(dynamic functions) + bounded compaction;
+ * registration O(1) amortized; adding or removing a prerequisite edge O(1)
+ * (the edge index); a change to a function with prerequisites O(size of its
+ * component).  No graph walk recurses.  No allocation in a steady-state
+ * frame.
  *
  * Not here: timers (timer.c), tickables (tickable.c), the world's clocks
  * (world.c).  Threads: any_thread functions run on the frame thread.
@@ -3241,6 +3258,10 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
         uint32_t mut = T->mut;
         uint64_t *ids = L->ids;
         void **tg = L->targets;
+        /* Slow-tick detection: the open run's count and limit in registers,
+         * synced with `sr` around anything that uses it. */
+        uint32_t sn = slow ? sr.n : 0, sk = slow ? sr.cur_k : 0;
+        bool hold = slow && sr.hold;
         for (; i < j; i++) {
             if (TK_UNLIKELY(T->mut != mut)) {
                 L = &T->lanes[lid];
@@ -3251,7 +3272,14 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                 if (bit_get(L->spec, i)) {
                     /* Materialized: counted individually. */
                     L->cur = i;
+                    if (slow)
+                        sr.n = sn;
                     exec_one(w, &T->recs[id_slot(ids[i])], g, false, slow ? &sr : NULL, i);
+                    if (slow) {
+                        sn = sr.n;
+                        sk = sr.cur_k;
+                        hold = sr.hold;
+                    }
                     L = &T->lanes[lid];
                     ids = L->ids;
                     tg = L->targets;
@@ -3274,10 +3302,11 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                     single = prof_single(w, cls);
                 }
             }
-            if (slow) {
-                if (TK_UNLIKELY(sr.n == 0 || sr.hold))
-                    sr_before(w, &sr, ctx.self, target, cls, i);
-                sr.pos = i;
+            if (slow && TK_UNLIKELY(sn == 0 || (hold && i >= sr.lo && i < sr.hi))) {
+                sr.n = sn;
+                sr_before(w, &sr, ctx.self, target, cls, i);
+                sn = sr.n;
+                sk = sr.cur_k;
             }
             if (gen && single) {
                 tk_tick_id id = ctx.self;
@@ -3287,10 +3316,19 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
             } else {
                 fn(target, rdt, &ctx);
             }
-            if (slow && ++sr.n >= sr.cur_k)
+            if (slow && TK_UNLIKELY(++sn >= sk)) {
+                sr.n = sn;
+                sr.pos = i;
                 sr_close(w, &sr);
+                sn = 0;
+                hold = sr.hold;
+            }
+            if (slow)
+                sr.pos = i;
             ran++;
         }
+        if (slow)
+            sr.n = sn;
         L = &T->lanes[lid];
     }
     L = &T->lanes[lid];
