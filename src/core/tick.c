@@ -137,7 +137,7 @@ typedef struct ext {
     float dilation;        /* custom time dilation                              */
     uint64_t interval_ns;  /* 0 = every frame                                   */
     int64_t last_iv_ns;    /* CalculateDeltaTime's last tick time, -1 = none
-                              (a due set's member: the set's, see member_iv)    */
+                              (a due set's member: the set's, see last_iv_of)   */
     tk_tick_id *pre;       /* prerequisites, in the order added                 */
     uint8_t *pre_cycle;    /* 1 where the edge closes a cycle                   */
     uint32_t n_pre, cap_pre;
@@ -167,10 +167,11 @@ typedef struct ext {
  * An entry with act = 1 and spec = 0 costs a target and an id read: its
  * counters derive from its lane (every frame) or its due set (interval).
  *
- * Dead entries are removed between frames, a bounded number of entries per
- * frame (COMPACT_BUDGET): while `compacting`, [0, cw) is compacted, [cw, cr)
- * a hole of moved-out entries (dead, not counted in n_dead), [cr, n) not yet
- * looked at.
+ * Dead entries are removed between frames within a bounded amount of work
+ * per frame (COMPACT_BUDGET): while `compacting`, [0, cw) has been looked at
+ * (dead entries there are ones killed since), [cw, cr) is a hole of
+ * moved-out entries (dead, not counted in n_dead), [cr, n) not yet looked
+ * at.
  */
 typedef struct lane {
     uint8_t group;         /* actual start group                               */
