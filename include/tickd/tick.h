@@ -44,7 +44,9 @@
  *    its own group, prerequisites and demotion allow; after last_demotable up
  *    to 101 rounds of newly spawned functions are drained, then the runaway
  *    ones are logged (error, naming each) and discarded for that frame.
- *  - Disabling a function mid-frame cancels its pending tick this frame.
+ *  - Disabling a function mid-frame cancels its pending tick this frame (a
+ *    function queued later that frame still waits for its groups, as for
+ *    Unreal's task, which stays queued and finds the function disabled).
  *    * Unregistering mid-frame cancels it too (Unreal leaves the queued task,
  *    which then finds its actor invalid and does nothing).
  *  - Custom dilation scales the dt handed to the function (an actor's
