@@ -245,7 +245,7 @@ static void tw_compare(int f)
                           x.last_dt == y.last_dt && x.accum_dt == y.accum_dt &&
                           x.state == y.state && x.cooldown == y.cooldown &&
                           x.actual_group == y.actual_group,
-                      "frame %d slot %d: counters %llu/%llu last %llu/%llu dt %g/%g state %d/%d "
+                      "frame %d slot %d: counters %llu/%llu last %llu/%llu accum %g/%g state %d/%d "
                       "cooldown %g/%g",
                       f, i, (unsigned long long)x.ticks, (unsigned long long)y.ticks,
                       (unsigned long long)x.last_frame, (unsigned long long)y.last_frame,
