@@ -26,6 +26,12 @@ tick_ns_per_function_10k|-|-|0
 ue_baseline_ratio|>= 10|ge|10
 interval_ns_per_idle_function_1m|<= 0.5|le|0.5
 batch_speedup|>= 1.5|ge|1.5
+unbatched_floor_ratio|<= 1.3|le|1.3
+batch_false_floor_ratio|<= 2|le|2
+unbatched_slow_tick_floor_ratio|-|-|0
+interval_due_1m_ms|-|-|0
+interval_due_ratio|<= 2|le|2
+remove_2m_max_start_frame_ms|-|-|0
 bytes_per_tick_function|<= 64|le|64
 timer_ns_per_op|-|-|0
 timer_ratio_vs_libevent|>= 2|ge|2

@@ -1063,7 +1063,9 @@ static void order_tick(void *target, float dt, tk_tick_ctx *ctx)
     g_ran_at[a->action_frame] = g_order++;
 }
 
-/* `n` functions of one class; actor i's index is kept in action_frame. */
+/* `n` functions of one class in pre_physics; actor i's index is kept in
+ * action_frame.  The last one has `interval_of_last`, and with one it ticks
+ * in post_physics. */
 static actor **mk_many(size_t n, tk_class_id cls, double interval_of_last)
 {
     actor **as = calloc(n, sizeof *as);
@@ -1071,8 +1073,10 @@ static actor **mk_many(size_t n, tk_class_id cls, double interval_of_last)
     for (size_t i = 0; i < n; i++) {
         as[i] = mk("n");
         as[i]->action_frame = (int)i;
-        reg_full(as[i], cls, TK_GROUP_PRE_PHYSICS, TK_GROUP_SAME,
-                 i == n - 1 ? interval_of_last : 0, NULL, 0, TK_LEVEL_PERSISTENT);
+        bool last = i == n - 1;
+        reg_full(as[i], cls,
+                 last && interval_of_last > 0 ? TK_GROUP_POST_PHYSICS : TK_GROUP_PRE_PHYSICS,
+                 TK_GROUP_SAME, last ? interval_of_last : 0, NULL, 0, TK_LEVEL_PERSISTENT);
     }
     return as;
 }
@@ -1119,7 +1123,8 @@ START_TEST(tick_deep_chain_and_cycle_iterative)
 }
 END_TEST
 
-/* The same chain on an interval function: every other function is then
+/* The same chain on an interval function in a later group, which moves the
+ * whole chain in the frames it ticks: every other function is then
  * "dynamic", queued per frame prerequisites first, also without recursion. */
 START_TEST(tick_deep_dynamic_chain_and_cycle_iterative)
 {

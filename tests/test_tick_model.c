@@ -13,7 +13,9 @@
  * between frames and from inside ticks.  After every frame, per tick group,
  * the multiset of (function, dt) must be equal, and tickd's trace must show
  * every prerequisite the model's task waited for before its dependent when
- * both ran in the same group.
+ * both ran in the same group.  Batched scenarios give tickd's classes a batch
+ * form (so that every-frame and due interval functions run in batches) and
+ * take the order from the ticks themselves.
  *
  * A few patterns where tickd and Unreal 5.8 differ, on purpose or pending a
  * decision, are not generated; each is described where it is filtered
@@ -626,6 +628,7 @@ typedef struct dslot {
     double interval;           /* s                                          */
     float dilation;
     bool ewp, hipri, any_thread;
+    bool batch;                /* spec.batch (batched scenarios)             */
     int pre[D_MAXPRE];         /* prerequisite slots                         */
     int n_pre;
     bool iv_queued;            /* enabled with an interval at a frame start:
@@ -679,6 +682,11 @@ typedef struct scen {
     int midframe_pct;          /* chance of a mid-frame operation per tick   */
     bool cycles;               /* cycles mode: every-frame, enabled functions
                                   only, prerequisite cycles allowed          */
+    bool batched;              /* batched mode: tickd's classes have a batch
+                                  form, no trace (the ticks give the order)  */
+    bool in_batch;             /* inside a batch call: no mid-frame plans    */
+    uint64_t n_batched;        /* ticks that came through a batch call       */
+    uint64_t n_batched_iv;     /* ... of interval functions                  */
     bool paused;               /* as requested                               */
     uint64_t steps;            /* world steps pending                        */
     bool pause_frame;          /* the frame being run is a pause frame       */
@@ -859,9 +867,9 @@ static bool ok_disabled(const scen *sc, int i, int arg)
  *    the time since its last tick; a later interval > 0 restarts its cooldown
  *    from then); tickd makes it an every-frame function (frame dt; a later
  *    interval ticks it at once);
- *  - an even_when_paused function while paused: Unreal merges the reschedule
- *    only after the next pause frame's walk, one frame later than now +
- *    interval;
+ *  - an even_when_paused function while paused (or just before a pause):
+ *    Unreal merges the reschedule only after the next pause frame's walk,
+ *    one frame later than now + interval;
  *  - a function that cooled down before, was disabled and enabled again, and
  *    has not ticked since: Unreal's bWasInterval survives the disable, so
  *    UpdateTickIntervalAndCoolDown pulls it out of AllEnabled and it cools
@@ -900,6 +908,7 @@ static void d_random_spec(scen *sc, dslot *s)
     s->ewp = d_rnd(sc, 6) == 0;
     s->hipri = d_rnd(sc, 5) == 0;
     s->any_thread = d_rnd(sc, 10) == 0;
+    s->batch = !sc->batched || d_rnd(sc, 5) != 0;
 }
 
 /* Up to 2 prerequisites for a new function; mid-frame they must be
@@ -942,6 +951,7 @@ static void d_register_side(scen *sc, int side, int i)
         d.spec.even_when_paused = s->ewp;
         d.spec.high_priority = s->hipri;
         d.spec.any_thread = s->any_thread;
+        d.spec.batch = s->batch;
         d.dilation = s->dilation;
         tk_tick_id pre[D_MAXPRE];
         for (int k = 0; k < s->n_pre; k++)
@@ -1106,7 +1116,8 @@ static void d_make_plan(scen *sc, int actor, int group)
     p->frame = sc->frame + 1;
     p->kind = P_NONE;
     p->target = p->target2 = -1;
-    if (d_rnd(sc, 100) >= sc->midframe_pct)
+    /* A batch function must not change tick functions. */
+    if (sc->in_batch || d_rnd(sc, 100) >= sc->midframe_pct)
         return;
     int r = d_rnd(sc, 100);
     if (r < 30) {
@@ -1226,6 +1237,23 @@ static void d_tickd_tick(void *target, float dt, tk_tick_ctx *ctx)
     d_tick(t->sc, SIDE_TICKD, t->slot, (int)ctx->group, dt);
 }
 
+/* tickd's batch form (batched scenarios): the same ticks, in order. */
+static void d_tickd_batch(void *const *targets, size_t n, float dt, tk_tick_ctx *ctx)
+{
+    if (!n)
+        return;
+    scen *sc = ((side_target *)targets[0])->sc;
+    sc->in_batch = true;
+    for (size_t i = 0; i < n; i++) {
+        side_target *t = targets[i];
+        sc->n_batched++;
+        if (sc->sl[t->slot].interval > 0)
+            sc->n_batched_iv++;
+        d_tick(sc, SIDE_TICKD, t->slot, (int)ctx->group, dt);
+    }
+    sc->in_batch = false;
+}
+
 static void d_model_tick(void *target, float dt, void *ctx)
 {
     side_target *t = target;
@@ -1266,6 +1294,9 @@ static void d_both(scen *sc, const dplan *p)
 static void d_between(scen *sc)
 {
     int nops = sc->frame == 0 ? 16 : d_rnd(sc, 4);
+    /* An even_when_paused function's interval changed in this batch: no
+     * pause after it (d_interval_ok: the next frame would be a pause frame). */
+    bool ewp_iv = false;
     for (int k = 0; k < nops && !sc->failed; k++) {
         dplan p = {.kind = P_NONE, .target = -1, .target2 = -1};
         int r = sc->frame == 0 ? 0 : d_rnd(sc, 100);
@@ -1327,7 +1358,7 @@ static void d_between(scen *sc)
         } else if (r < 85) {
             p.kind = P_PAUSE;
             p.flag = !sc->paused;
-            p.target = 0;
+            p.target = p.flag && ewp_iv && !d_strict() ? -1 : 0;
         } else if (r < 88) {
             if (!sc->paused)
                 continue;
@@ -1353,6 +1384,8 @@ static void d_between(scen *sc)
         }
         if (p.target < 0)
             continue;
+        if (p.kind == P_INTERVAL && sc->sl[p.target].ewp)
+            ewp_iv = true;
         if (p.kind == P_PAUSE || p.kind == P_DILATION)
             p.target = -1;
         d_hist(sc, "frame %u: %s %d %d (%g)", sc->frame, d_op_names[p.kind], p.target,
@@ -1447,7 +1480,12 @@ static void d_compare(scen *sc)
                g, la, lb, ds);
         return;
     }
-    /* The trace lists what the callbacks saw, in the same order. */
+    /* The trace lists what the callbacks saw, in the same order (batched
+     * scenarios have none: the callbacks' log is the order). */
+    if (sc->batched) {
+        memcpy(sc->trace, sc->log[SIDE_TICKD], sc->n_log[SIDE_TICKD] * sizeof *sc->trace);
+        sc->n_trace = sc->n_log[SIDE_TICKD];
+    }
     if (sc->n_trace != sc->n_log[SIDE_TICKD]) {
         d_fail(sc, "seed %llu frame %u: %zu traced, %zu ticked", (unsigned long long)sc->seed,
                sc->frame, sc->n_trace, sc->n_log[SIDE_TICKD]);
@@ -1497,11 +1535,12 @@ static void d_compare(scen *sc)
 
 /* ---- driving ------------------------------------------------------------ */
 
-static scen *d_new(uint64_t seed, int midframe_pct, bool cycles)
+static scen *d_new(uint64_t seed, int midframe_pct, bool cycles, bool batched)
 {
     scen *sc = calloc(1, sizeof *sc);
     sc->seed = seed;
     sc->cycles = cycles;
+    sc->batched = batched;
     sc->rng = seed * 0x9E3779B97F4A7C15ull + 1;
     sc->midframe_pct = midframe_pct;
     tk_engine_desc ed;
@@ -1511,11 +1550,13 @@ static scen *d_new(uint64_t seed, int midframe_pct, bool cycles)
     ed.max_dt = 0;
     ck_assert_int_eq(tk_engine_new(&ed, &sc->e), 0);
     sc->w = tk_engine_world(sc->e);
-    tk_tick_class_desc cd = {.name = "probe_a", .fn = d_tickd_tick};
+    tk_tick_class_desc cd = {.name = "probe_a", .fn = d_tickd_tick,
+                             .fn_batch = batched ? d_tickd_batch : NULL};
     ck_assert_int_eq(tk_tick_class_register(sc->w, &cd, &sc->cls[0]), 0);
     cd.name = "probe_b";
     ck_assert_int_eq(tk_tick_class_register(sc->w, &cd, &sc->cls[1]), 0);
-    tk_world_set_trace(sc->w, d_trace, sc);
+    if (!batched)
+        tk_world_set_trace(sc->w, d_trace, sc);
     ue_model_config mc = {0};
     mc.registration_order = true;
     mc.cancel_on_unregister = true;   /* tickd's documented difference */
@@ -1612,13 +1653,13 @@ static void d_frame(scen *sc)
 
 /* Run one seeded scenario; returns false (with sc->why) at the first
  * difference. */
-static bool d_run(uint64_t seed, int midframe_pct, bool cycles, unsigned frames, char *why,
-                  size_t cap)
+static bool d_run(uint64_t seed, int midframe_pct, bool cycles, bool batched, unsigned frames,
+                  char *why, size_t cap)
 {
     const char *only = getenv("TICK_MODEL_VERBOSE");
     if (only && strtoull(only, NULL, 10) != seed)
         return true; /* reading one seed: skip the others */
-    scen *sc = d_new(seed, midframe_pct, cycles);
+    scen *sc = d_new(seed, midframe_pct, cycles, batched);
     for (unsigned f = 0; f < frames && !sc->failed; f++) {
         d_between(sc);
         if (!sc->failed)
@@ -1631,6 +1672,10 @@ static bool d_run(uint64_t seed, int midframe_pct, bool cycles, unsigned frames,
                    "%llu mid-frame operations",
                (unsigned long long)seed, (unsigned long long)sc->n_ticks,
                (unsigned long long)sc->n_order_checks, (unsigned long long)sc->n_midframe_ops);
+    if (!sc->failed && batched && (sc->n_batched == 0 || sc->n_batched_iv == 0))
+        d_fail(sc, "seed %llu batched too little: %llu ticks in batches, %llu of interval functions",
+               (unsigned long long)seed, (unsigned long long)sc->n_batched,
+               (unsigned long long)sc->n_batched_iv);
     bool ok = !sc->failed;
     if (!ok)
         snprintf(why, cap, "%s", sc->why);
@@ -1639,10 +1684,11 @@ static bool d_run(uint64_t seed, int midframe_pct, bool cycles, unsigned frames,
 }
 
 /* One differential run; its first difference also goes to stderr. */
-static void differential(const char *what, uint64_t seed, int midframe_pct, bool cycles)
+static void differential(const char *what, uint64_t seed, int midframe_pct, bool cycles,
+                         bool batched)
 {
     char why[3072];
-    bool ok = d_run(seed, midframe_pct, cycles, D_FRAMES, why, sizeof why);
+    bool ok = d_run(seed, midframe_pct, cycles, batched, D_FRAMES, why, sizeof why);
     if (!ok)
         fprintf(stderr, "tick_model_differential_%s: %s\n", what, why);
     ck_assert_msg(ok, "%s", why);
@@ -1651,14 +1697,14 @@ static void differential(const char *what, uint64_t seed, int midframe_pct, bool
 /* Between-frame operations only. */
 START_TEST(tick_model_differential_between)
 {
-    differential("between", 1000 + (uint64_t)_i, 0, false);
+    differential("between", 1000 + (uint64_t)_i, 0, false, false);
 }
 END_TEST
 
 /* Also from inside ticks. */
 START_TEST(tick_model_differential_midframe)
 {
-    differential("midframe", 2000 + (uint64_t)_i, 12, false);
+    differential("midframe", 2000 + (uint64_t)_i, 12, false, false);
 }
 END_TEST
 
@@ -1666,7 +1712,18 @@ END_TEST
  * Unreal's walk in registration order and tickd's drop the same edges. */
 START_TEST(tick_model_differential_cycles)
 {
-    differential("cycles", 3000 + (uint64_t)_i, 8, true);
+    differential("cycles", 3000 + (uint64_t)_i, 8, true, false);
+}
+END_TEST
+
+/* Classes with a batch form (functions registered with batch = false now
+ * and then), no trace: due interval functions of a lane run in batches
+ * (due sets); the dts, groups and prerequisite order must not change.
+ * Batch calls make no mid-frame changes (their contract); the other ticks
+ * do. */
+START_TEST(tick_model_differential_batched)
+{
+    differential("batched", 4000 + (uint64_t)_i, 12, false, true);
 }
 END_TEST
 
@@ -1741,6 +1798,7 @@ static Suite *tick_model_suite(void)
     tcase_add_loop_test(td, tick_model_differential_between, 0, 12);
     tcase_add_loop_test(td, tick_model_differential_midframe, 0, 12);
     tcase_add_loop_test(td, tick_model_differential_cycles, 0, 8);
+    tcase_add_loop_test(td, tick_model_differential_batched, 0, 12);
     suite_add_tcase(s, td);
     return s;
 }

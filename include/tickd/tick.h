@@ -25,9 +25,11 @@
  *    high-priority function whose prerequisite runs in the same group without
  *    high priority runs with the normal ones, after it (prerequisites win).
  *    Functions queued during the frame (newly spawned, re-enabled) and those
- *    whose group depends on an interval prerequisite run after the scheduled
- *    ones of their group and priority.  (Unreal: hash-set order; priority only
- *    orders dispatch.)
+ *    whose groups or priority an interval prerequisite changes in the frames
+ *    it ticks run after the scheduled ones of their group and priority.  An
+ *    interval prerequisite that cannot move a function counts in its depth
+ *    like any other (it runs after it whenever both tick).  (Unreal: hash-set
+ *    order; priority only orders dispatch.)
  *  - Intervals: a function with interval I > 0 ticks when it becomes enabled,
  *    then cools down; it is due in the first frame whose end passes its due
  *    time strictly, and is then rescheduled to due + I (Unreal's "credit for
@@ -42,7 +44,9 @@
  *    its own group, prerequisites and demotion allow; after last_demotable up
  *    to 101 rounds of newly spawned functions are drained, then the runaway
  *    ones are logged (error, naming each) and discarded for that frame.
- *  - Disabling a function mid-frame cancels its pending tick this frame.
+ *  - Disabling a function mid-frame cancels its pending tick this frame (a
+ *    function queued later that frame still waits for its groups, as for
+ *    Unreal's task, which stays queued and finds the function disabled).
  *    * Unregistering mid-frame cancels it too (Unreal leaves the queued task,
  *    which then finds its actor invalid and does nothing).
  *  - Custom dilation scales the dt handed to the function (an actor's
@@ -57,9 +61,12 @@
  * live in a persistent schedule of "lanes" (same group, priority, depth and
  * class, in registration order) that changes only when a function is added,
  * removed or re-grouped; an every-frame function costs one pointer read per
- * frame when its class has a batch form; interval functions wait on a timing
- * wheel and cost nothing in frames where they are not due; no allocation
- * happens in a steady-state frame.
+ * frame when its class has a batch form, and a pointer and an id read when
+ * it is ticked one by one (a class without a batch form, batch = false);
+ * interval functions wait on a timing wheel and cost nothing in frames where
+ * they are not due; those that come due together (registered or first ticked
+ * in the same frame, same lane and interval) come due as one set and run in
+ * batches; no allocation happens in a steady-state frame.
  */
 #ifndef TICKD_TICK_H
 #define TICKD_TICK_H
@@ -295,9 +302,18 @@ void tk_world_set_trace(tk_world_t *w, tk_trace_fn fn, void *ud);
 
 /*
  * A tick slower than `threshold_ns` (0 = off) is reported to `fn` with its
- * duration.  Functions ticked one by one are timed one by one; a batch is
- * timed as a whole and reported with the first function of the batch and
- * `n` > 1.
+ * duration, as it runs.  The clock is not read per tick:
+ *  - a batch is timed as a whole and reported with its first function and
+ *    `n` = its size (> 1);
+ *  - functions ticked one by one are timed in runs of consecutive ones of a
+ *    class (up to 256, fewer the more they cost: one by one once a function
+ *    costs more than an eighth of the threshold).  A slow run of one is that
+ *    function (`n` = 1).  A slow run of several is reported like a batch
+ *    (its first function, `n` > 1), and the functions of that run are then
+ *    timed one by one for the next 64 runs of their lane, so that the one
+ *    that was slow is named alone (`n` = 1) the next time it is slow.
+ * `id` and `target` are those of the function named; `ns` covers the whole
+ * run.  `fn` runs on the frame thread, inside the frame.
  */
 typedef void (*tk_slow_tick_fn)(void *ud, tk_tick_id id, void *target,
                                 tk_class_id cls, uint64_t ns, size_t n);

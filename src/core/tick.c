@@ -13,48 +13,65 @@
  * marks) live in an `ext` record that only unusual functions have.
  *
  * Lanes.  Every registered function sits in exactly one lane: a dense array
- * of targets (plus slot indices and two bitmaps) for one (actual start group,
- * priority band, prerequisite depth, class), in registration order.  A group
- * runs its lanes in (band, depth, class) order, which is the order tick.h
- * promises.  Bit `act` says the entry ticks this frame; bit `spec` says it
- * needs individual treatment (interval delta, custom dilation, no batching,
- * pause-frame ticking...).  A run of entries with act=1, spec=0 is handed to
- * the class's batch function in one call: the pointer read is the whole
- * per-function cost.  Lanes change only when a function is added, removed,
- * re-grouped or gets new prerequisites, and then only the lanes involved are
- * compacted (amortized: when a quarter of a lane is dead) or merged back into
- * registration order.
+ * of targets and ids (plus four bitmaps, see `lane`) for one (actual start
+ * group, priority band, prerequisite depth, class), in registration order.
+ * A group runs its lanes in (band, depth, class) order, which is the order
+ * tick.h promises.  Bit `act` says the entry ticks this frame; bit `spec`
+ * says it needs individual treatment (materialized counters, custom
+ * dilation, even_when_paused, cooling down on its own...).  A run of active
+ * entries without it is handed to the class's batch function in one call
+ * (the pointer read is the whole per-function cost), or, for a class without
+ * one and for batch = false entries, to its tick function one by one (a
+ * pointer and an id read: no record, no write but the lane's position).
+ * Lanes change only when a function is added, removed, re-grouped or gets new
+ * prerequisites; entries appended out of registration order are merged back
+ * at the next StartFrame (O(entries after the first place they go)), and
+ * dead entries are compacted away once a quarter of a lane is dead, within a
+ * bounded amount of work per frame (COMPACT_BUDGET): removing a level of
+ * millions spreads over frames instead of stopping one.
  *
  * Counters without writes.  An every-frame function in a lane ("derived")
  * does not update its own counters: its lane counts its runs and the sum of
  * the dt it handed out, and the function keeps a reference to a "cohort"
  * holding its counters as they were when it joined the lane (functions that
  * join with identical history share a cohort).  Its counters are cohort +
- * (lane now - lane at join).  A function that leaves the lane or stops being
- * an every-frame one has its counters materialized into its ext record.
+ * (lane now - lane at join).  Due-set members (below) derive theirs from
+ * their set the same way.  A function that stops being derived has its
+ * counters materialized into its ext record.
  *
  * Placement.  A function's actual groups, band and depth follow from its
  * prerequisites (QueueTickFunction, UE-SEMANTICS 3.6), computed once when
  * something changes, for the changed functions' connected component of the
  * prerequisite graph, in registration order, so the edge that closes a cycle
  * is the one Unreal would drop when iterating in registration order.  A
- * function whose group depends on a prerequisite that only ticks on some
- * frames (an interval function) is "dynamic": it is queued every frame the
- * way Unreal queues it (depth-first, prerequisites first, on an explicit
- * stack: a chain may be millions long) and runs from the
- * group's "extras" list, after the lanes of its band.  The same per-frame
+ * function whose groups or band a prerequisite can change from frame to
+ * frame (a dynamic one, or an interval one whose ticking would move it) is
+ * "dynamic": it is queued every frame the way Unreal queues it (depth-first,
+ * prerequisites first, on an explicit stack: a chain may be millions long)
+ * and runs from the group's "extras" list, after the lanes of its band.  An
+ * interval prerequisite that cannot move it is just a prerequisite: the
+ * function stays in its lane, one depth below it.  The same per-frame
  * queueing handles functions registered or enabled mid-frame (newly spawned).
  *
- * Intervals.  Cooling-down functions wait on a timing wheel (wheel_int.h),
- * one on world time and one on unpaused time (even_when_paused functions):
+ * Intervals.  Cooling-down functions wait on timing wheels (wheel_int.h):
  * a function that is not due costs nothing.  Due time + interval is exactly
- * Unreal's cooldown with overrun credit.
+ * Unreal's cooldown with overrun credit.  Enabled interval functions of one
+ * lane that share their interval, due time and last tick time cool down as
+ * one "due set" (`dset`): one wheel entry; when it comes due, one
+ * CalculateDeltaTime, one reschedule, and its members' entries become active
+ * by OR-ing a cached bitmap into the lane, so they run as batches with the
+ * set's dt.  Functions registered (or first ticked) in the same frame form
+ * one set, so 1M interval functions coming due together cost about what 1M
+ * every-frame functions cost.  Functions with individual treatment (custom
+ * dilation, even_when_paused, dynamic) cool down on their own wheel entries,
+ * even_when_paused ones on unpaused time.
  *
- * Complexity per frame: O(functions that tick) + O(lanes) + O(due interval
- * functions) + O(dynamic functions); registration O(1) amortized; adding or
- * removing a prerequisite edge O(1) (the edge index); a change to a function
- * with prerequisites O(size of its component).  No graph walk recurses.  No
- * allocation in a steady-state frame.
+ * Complexity per frame: O(functions that tick) + O(lanes) + O(due sets and
+ * due individual functions) + O(dynamic functions) + bounded compaction;
+ * registration O(1) amortized; adding or removing a prerequisite edge O(1)
+ * (the edge index); a change to a function with prerequisites O(size of its
+ * component).  No graph walk recurses.  No allocation in a steady-state
+ * frame.
  *
  * Not here: timers (timer.c), tickables (tickable.c), the world's clocks
  * (world.c).  Threads: any_thread functions run on the frame thread.
@@ -72,6 +89,10 @@
 #define NONE32 0xffffffffu
 #define MAX_NEWLY_ROUNDS 101
 #define GROUPS 8
+#define COMPACT_BUDGET 131072u /* compaction work per frame (units, see below) */
+#define COMPACT_MOVE 16u       /* units of a moved entry; a skipped one is 1   */
+#define SLOW_HOLD 64u         /* lane runs timed one by one after a slow run     */
+#define SLOW_RUN_MAX 256u     /* functions timed together at most                */
 
 /* rec.state values beyond tk_tick_state */
 #define RS_FREE 3
@@ -105,14 +126,18 @@ typedef struct rec {
 
 typedef struct ext {
     uint32_t rec;          /* owner slot; NONE32 when free (next free in wnode) */
-    uint32_t wnode;        /* node in a wheel while cooling down, else NONE32   */
+    uint32_t wnode;        /* node in a wheel while cooling down on its own,
+                              else NONE32                                       */
+    uint32_t dset;         /* due set it cools down in, 0 = none                */
+    uint32_t dmi;          /* its index in that set's member list               */
     uint64_t ticks;        /* materialized counters (when not derived)          */
     uint64_t last_frame;
     double accum;          /* s                                                 */
     float last_dt;         /* s                                                 */
     float dilation;        /* custom time dilation                              */
     uint64_t interval_ns;  /* 0 = every frame                                   */
-    int64_t last_iv_ns;    /* CalculateDeltaTime's last tick time, -1 = none     */
+    int64_t last_iv_ns;    /* CalculateDeltaTime's last tick time, -1 = none
+                              (a due set's member: the set's, see last_iv_of)   */
     tk_tick_id *pre;       /* prerequisites, in the order added                 */
     uint8_t *pre_cycle;    /* 1 where the edge closes a cycle                   */
     uint32_t n_pre, cap_pre;
@@ -129,36 +154,105 @@ typedef struct ext {
     uint32_t mark, mark_done; /* component walk epochs                          */
 } ext;
 
+/*
+ * A lane: one (actual start group, band, depth, class), its functions in
+ * registration order.  Per entry: the target, the function's id (0 = dead
+ * entry) and four bits:
+ *   act   ticks this frame (every-frame functions always; due-set members in
+ *         the frames their set fires; others when activated for the frame);
+ *   spec  needs individual treatment (exec_one: materialized counters,
+ *         custom dilation, even_when_paused, cooling on its own...);
+ *   ivl   a due-set member: it ticks with its set's dt;
+ *   solo  registered with batch = false: called one by one, never batched.
+ * An entry with act = 1 and spec = 0 costs a target and an id read: its
+ * counters derive from its lane (every frame) or its due set (interval).
+ *
+ * Dead entries are removed between frames within a bounded amount of work
+ * per frame (COMPACT_BUDGET): while `compacting`, [0, cw) has been looked at
+ * (dead entries there are ones killed since), [cw, cr) is a hole of
+ * moved-out entries (dead, not counted in n_dead), [cr, n) not yet looked
+ * at.
+ */
 typedef struct lane {
     uint8_t group;         /* actual start group                               */
     uint8_t band;          /* 0 = high priority, 1 = normal                    */
     uint16_t cls;
     uint32_t depth;
     void **targets;
-    uint32_t *idx;         /* slot index, NONE32 = dead entry                   */
-    uint64_t *act, *spec;  /* bitmaps                                           */
+    uint64_t *ids;         /* tick id of each entry, 0 = dead entry             */
+    uint64_t *act, *spec, *ivl, *solo; /* bitmaps, see above                      */
     uint32_t n, cap, n_dead;
     uint32_t sorted_n;     /* entries [0, sorted_n) are in registration order   */
     uint64_t last_seq;     /* largest registration number ever appended         */
     bool dirty;            /* in the upkeep list                               */
+    bool compacting;       /* a compaction is under way: cw, cr are valid       */
+    uint32_t cw, cr;       /* compaction cursors                               */
+    uint32_t layout;       /* bumped whenever entries move (due-set caches)     */
     uint64_t runs;         /* times it ran (derived counters)                   */
     double accum;          /* s, sum of the dt it handed out                    */
     uint64_t last_frame;
     float last_dt;
     uint64_t prev_last_frame; /* values before the current run                  */
     float prev_last_dt;
+    double prev_accum;
     uint64_t ran;          /* frame+1 of its last run                           */
     uint32_t cur;          /* while running: position being executed            */
     bool running;
     uint16_t level;        /* level slot of its entries, when lvl_mixed is 0     */
     uint8_t lvl_mixed;     /* 0 = none yet, 1 = one level, 2 = several (profiling
                               splits runs by level only in such lanes)           */
+    bool ivl_mixed;        /* this frame's due sets fired with different dts    */
+    uint64_t ivl_mark;     /* frame mark: a due set of this lane fired           */
+    float ivl_dt;          /* s, their dt (when !ivl_mixed)                     */
+    uint16_t sl_k;         /* slow-tick detection: functions per timed run      */
+    uint16_t sl_hold;      /* runs left to time [sl_lo, sl_hi) one by one       */
+    uint32_t sl_lo, sl_hi; /* positions of the last slow run of several         */
 } lane;
 
+/*
+ * A due set: enabled interval functions of one lane that cool down together
+ * (same interval, same due time, same time of their last tick).  It sits on
+ * the wheel as one entry; when it comes due, its members tick in that frame
+ * from their lane with the same dt (in batches where the class has a batch
+ * form) and the set is rescheduled at due + interval, all in O(1) plus a
+ * bitmap OR per 64 member positions.  Members derive their counters from the
+ * set as every-frame functions do from their lane.  Functions that register
+ * or first tick together stay together: 1M functions registered at once are
+ * one set.  Only functions without individual treatment are members
+ * (eligible_member); the others cool down on the wheel one by one.
+ */
+typedef struct dset {
+    uint32_t lane;         /* lane of its members; 0 = free (next free: n)      */
+    uint32_t wnode;        /* its node in wheel_sets                            */
+    uint64_t iv;           /* ns, interval                                      */
+    uint64_t due;          /* ns of world time, next due                        */
+    int64_t last_iv;       /* ns, its members' last tick (-1 = none)            */
+    int64_t prev_iv;       /* last_iv before this frame's firing                */
+    uint32_t *slots;       /* members (rec slots), in no order                  */
+    uint32_t n, cap;
+    uint32_t *wi;          /* cache: members' lane positions as (word index,    */
+    uint64_t *wm;          /* mask) pairs sorted by word (zero masks allowed)   */
+    uint32_t nw, capw;
+    uint32_t layout;       /* lane layout the cache was built for               */
+    bool stale;            /* the cache must be rebuilt before use              */
+    float dt;              /* s, dt of its last firing                          */
+    uint64_t fired;        /* frame mark of its last firing                     */
+    uint64_t runs;         /* derived counters, as a lane's                     */
+    double accum;
+    uint64_t last_frame;
+    float last_dt;
+    uint64_t prev_last_frame; /* values before the last firing                  */
+    float prev_last_dt;
+    double prev_accum;
+} dset;
+
+/* A cohort's source of counters: a lane id, or a due set id with COH_SET. */
+#define COH_SET 0x80000000u
+
 typedef struct cohort {
-    uint32_t lane;         /* lane whose counters it derives from              */
+    uint32_t src;          /* lane or due set (COH_SET) it derives from        */
     uint32_t refs;         /* functions referring to it; next free when 0      */
-    uint64_t runs0;        /* lane counters at join                             */
+    uint64_t runs0;        /* source counters at join                           */
     double laccum0;
     uint64_t ticks0;       /* the functions' counters at join                   */
     double accum0;
@@ -194,6 +288,15 @@ typedef struct vec32 {
 
 enum { PH_IDLE, PH_GROUPS, PH_PAUSE };
 
+/* An entry of the grouping map: functions that become due-set members
+ * together are grouped by key (group_find).  Entries of older stamps are
+ * empty, so the map is cleared by bumping the stamp. */
+typedef struct gmap_ent {
+    uint64_t k1, k2, k3, k4; /* key                             */
+    uint32_t id;          /* due set                            */
+    uint32_t stamp;       /* live when equal to T->gmap_stamp   */
+} gmap_ent;
+
 /* An entry of the edge index, an open-addressing table (linear probing,
  * backward-shift deletion) over every prerequisite edge: it finds an edge in
  * O(1), so adding an edge checks for a duplicate, and removing one unlinks it
@@ -214,8 +317,10 @@ typedef struct wframe {
     uint32_t slot;       /* the function                              */
     uint32_t i;          /* next prerequisite to look at              */
     uint8_t max_s, max_e; /* latest start / end group of prerequisites */
+    uint8_t iv_s, iv_e;  /* the same over interval prerequisites      */
     uint8_t old_flags;   /* rec.flags when the walk reached it        */
-    bool dyn;            /* depends on an interval/dynamic function   */
+    bool iv;             /* has a considered interval prerequisite    */
+    bool dyn;            /* its groups can change from frame to frame */
 } wframe;
 
 struct tk__ticks {
@@ -238,6 +343,15 @@ struct tk__ticks {
     bool glanes_unsorted[GROUPS];
     vec32 dirty_lanes;
 
+    dset *dsets;              /* dsets[0] unused                                */
+    size_t n_dsets, cap_dsets;
+    uint32_t dset_free;       /* free due sets, through dset.n                  */
+    size_t n_members;         /* functions cooling down in due sets             */
+    vec32 fired;              /* due sets fired this frame                      */
+    struct gmap_ent *gmap;    /* grouping map (group_find), by stamp            */
+    size_t cap_gmap, n_gmap;
+    uint32_t gmap_stamp;
+
     cohort *cohorts;          /* cohorts[0] unused                              */
     size_t n_cohorts, cap_cohorts;
     uint32_t cohort_free;
@@ -248,6 +362,7 @@ struct tk__ticks {
 
     tk__wheel wheel_game;     /* cooldowns on world time                        */
     tk__wheel wheel_unpaused; /* cooldowns of even_when_paused functions        */
+    tk__wheel wheel_sets;     /* due sets, on world time                        */
     bool wheels_ready;
 
     uint64_t seq_next;
@@ -273,12 +388,16 @@ struct tk__ticks {
     int phase;
     int cur_group;            /* group running, or the next one                 */
     uint32_t epoch;           /* component walk marks                           */
+    uint32_t mut;             /* bumped by every change a tick can make to lane
+                                 entries (run_lane re-reads bits after one)    */
 
     tk_trace_fn trace;
     void *trace_ud;
     tk_slow_tick_fn slow_fn;
     void *slow_ud;
     uint64_t slow_ns;
+    uint16_t sl_kx;           /* slow-tick runs of functions outside lanes      */
+    uint16_t sl_holdx;        /* (extras, pause frames): as lane.sl_k, sl_hold  */
     tk_tick_namer_fn namer;
     void *namer_ud;
 
@@ -300,6 +419,17 @@ static void vpush(vec32 *v, uint32_t x)
 {
     TK_GROW(v->v, v->cap, v->n + 1);
     v->v[v->n++] = x;
+}
+
+/* Give back a large scratch vector once it is empty (after a million
+ * registrations it would otherwise hold 4 MB for good). */
+static void vtrim(vec32 *v)
+{
+    if (v->n == 0 && v->cap > 65536) {
+        tk_free(v->v);
+        v->v = NULL;
+        v->cap = 0;
+    }
 }
 
 static inline uint32_t id_slot(tk_tick_id id) { return (uint32_t)id; }
@@ -531,25 +661,30 @@ static void lane_mark_dirty(struct tk__ticks *T, uint32_t id)
     }
 }
 
-/* Append a function to a lane (act = 0, spec = 1). */
+/* Append a function to a lane (act = 0, spec = 1, ivl = 0; solo from its
+ * batch flag). */
 static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
 {
+    T->mut++;
     lane *L = &T->lanes[lid];
     if (L->n == L->cap) {
         uint32_t cap = L->cap ? L->cap * 2 : 64;
         L->targets = tk_realloc(L->targets, cap * sizeof *L->targets);
-        L->idx = tk_realloc(L->idx, cap * sizeof *L->idx);
-        L->act = tk_realloc(L->act, (cap / 64) * sizeof *L->act);
-        L->spec = tk_realloc(L->spec, (cap / 64) * sizeof *L->spec);
-        memset(L->act + L->cap / 64, 0, (cap - L->cap) / 8);
-        memset(L->spec + L->cap / 64, 0, (cap - L->cap) / 8);
+        L->ids = tk_realloc(L->ids, cap * sizeof *L->ids);
+        uint64_t **bm[] = {&L->act, &L->spec, &L->ivl, &L->solo};
+        for (size_t k = 0; k < TK_ARRAY_LEN(bm); k++) {
+            *bm[k] = tk_realloc(*bm[k], (cap / 64) * sizeof **bm[k]);
+            memset(*bm[k] + L->cap / 64, 0, (cap - L->cap) / 8);
+        }
         L->cap = cap;
     }
     uint32_t p = L->n++;
     L->targets[p] = target;
-    L->idx[p] = slot_of(T, r);
+    L->ids[p] = id_of(T, r);
     bit_clr(L->act, p);
     bit_set(L->spec, p);
+    bit_clr(L->ivl, p);
+    bit_put(L->solo, p, !(r->flags & RF_BATCH));
     if (p == L->sorted_n && r->seq > L->last_seq)
         L->sorted_n = p + 1;
     else
@@ -566,25 +701,45 @@ static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
     }
 }
 
-/* Turn a lane entry into a dead one. */
-static void lane_kill(struct tk__ticks *T, rec *r)
+static inline void entry_clear(lane *L, uint32_t p)
 {
-    lane *L = &T->lanes[r->lane];
-    uint32_t p = r->pos;
-    L->idx[p] = NONE32;
+    L->ids[p] = 0;
     L->targets[p] = NULL;
     bit_clr(L->act, p);
     bit_clr(L->spec, p);
+    bit_clr(L->ivl, p);
+    bit_clr(L->solo, p);
+}
+
+/* Move entry `from` to the free place `to` (its record follows). */
+static inline void entry_move(struct tk__ticks *T, lane *L, uint32_t from, uint32_t to)
+{
+    L->ids[to] = L->ids[from];
+    L->targets[to] = L->targets[from];
+    bit_put(L->act, to, bit_get(L->act, from));
+    bit_put(L->spec, to, bit_get(L->spec, from));
+    bit_put(L->ivl, to, bit_get(L->ivl, from));
+    bit_put(L->solo, to, bit_get(L->solo, from));
+    if (L->ids[to])
+        T->recs[id_slot(L->ids[to])].pos = to;
+}
+
+/* Turn a lane entry into a dead one. */
+static void lane_kill(struct tk__ticks *T, rec *r)
+{
+    T->mut++;
+    lane *L = &T->lanes[r->lane];
+    entry_clear(L, r->pos);
     L->n_dead++;
-    if (L->n_dead * 4 > L->n || L->n_dead > 4096)
+    if (L->n_dead * 4 > L->n)
         lane_mark_dirty(T, r->lane);
 }
 
 typedef struct lent {
     uint64_t seq;
+    uint64_t id;
     void *target;
-    uint32_t idx;
-    uint8_t act, spec;
+    uint8_t bits;  /* act | spec << 1 | ivl << 2 | solo << 3 */
 } lent;
 
 static int lent_cmp(const void *a, const void *b)
@@ -593,74 +748,147 @@ static int lent_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Drop dead entries and restore registration order (between frames only). */
-static void lane_compact(struct tk__ticks *T, uint32_t lid)
+/*
+ * Restore registration order (between frames): entries appended out of order
+ * ([sorted_n, n), e.g. a function that moved back from another lane) are
+ * merged into the sorted prefix from the back.  Dead entries of the prefix
+ * move along, so only the entries after the first place a tail entry goes to
+ * move: O(those + tail log tail), not O(lane).
+ */
+static void lane_merge_tail(struct tk__ticks *T, uint32_t lid)
 {
     lane *L = &T->lanes[lid];
-    L->dirty = false;
-    if (L->n_dead == 0 && L->sorted_n == L->n)
+    if (L->sorted_n >= L->n)
         return;
-    uint32_t w = 0;
-    /* Compact the sorted prefix in place, then merge the (sorted) tail. */
-    uint32_t tail_from = L->sorted_n;
+    uint32_t from = L->sorted_n, n_old = L->n;
     size_t n_tail = 0;
-    lent *tail = NULL;
-    if (tail_from < L->n) {
-        tail = tk_malloc((L->n - tail_from) * sizeof *tail);
-        for (uint32_t i = tail_from; i < L->n; i++) {
-            if (L->idx[i] == NONE32)
-                continue;
-            tail[n_tail++] = (lent){T->recs[L->idx[i]].seq, L->targets[i], L->idx[i],
-                                    (uint8_t)bit_get(L->act, i), (uint8_t)bit_get(L->spec, i)};
-        }
-        qsort(tail, n_tail, sizeof *tail, lent_cmp);
-    }
-    for (uint32_t i = 0; i < tail_from; i++) {
-        if (L->idx[i] == NONE32)
+    lent *tail = tk_malloc((n_old - from) * sizeof *tail);
+    for (uint32_t i = from; i < n_old; i++) {
+        if (!L->ids[i]) {
+            L->n_dead--;
             continue;
-        if (w != i) {
-            L->idx[w] = L->idx[i];
-            L->targets[w] = L->targets[i];
-            bit_put(L->act, w, bit_get(L->act, i));
-            bit_put(L->spec, w, bit_get(L->spec, i));
-            T->recs[L->idx[w]].pos = w;
         }
-        w++;
+        tail[n_tail++] = (lent){T->recs[id_slot(L->ids[i])].seq, L->ids[i], L->targets[i],
+                                (uint8_t)(bit_get(L->act, i) | bit_get(L->spec, i) << 1 |
+                                          bit_get(L->ivl, i) << 2 | bit_get(L->solo, i) << 3)};
     }
-    if (n_tail) {
-        /* Merge from the back so nothing is overwritten before it is read. */
-        uint32_t total = w + (uint32_t)n_tail;
-        int64_t i = (int64_t)w - 1, j = (int64_t)n_tail - 1, k = (int64_t)total - 1;
-        while (j >= 0) {
-            if (i >= 0 && T->recs[L->idx[i]].seq > tail[j].seq) {
-                L->idx[k] = L->idx[i];
-                L->targets[k] = L->targets[i];
-                bit_put(L->act, (uint32_t)k, bit_get(L->act, (uint32_t)i));
-                bit_put(L->spec, (uint32_t)k, bit_get(L->spec, (uint32_t)i));
-                i--;
-            } else {
-                L->idx[k] = tail[j].idx;
-                L->targets[k] = tail[j].target;
-                bit_put(L->act, (uint32_t)k, tail[j].act);
-                bit_put(L->spec, (uint32_t)k, tail[j].spec);
-                j--;
-            }
-            T->recs[L->idx[k]].pos = (uint32_t)k;
-            k--;
+    qsort(tail, n_tail, sizeof *tail, lent_cmp);
+    for (uint32_t i = from; i < n_old; i++)
+        entry_clear(L, i);
+    uint32_t total = from + (uint32_t)n_tail;
+    /* A compaction under way: follow the start of its hole (or, with no
+     * hole, its next entry).  Dead entries move along before any tail entry
+     * is placed, so tail entries never land inside the hole; those placed
+     * before it shift it as a whole. */
+    bool comp = L->compacting;
+    uint32_t track = L->cw < L->cr ? L->cw : L->cr;
+    int64_t moved_to = -1;
+    int64_t i = (int64_t)from - 1, j = (int64_t)n_tail - 1, k = (int64_t)total - 1;
+    while (j >= 0) {
+        if (i >= 0 && (!L->ids[i] || T->recs[id_slot(L->ids[i])].seq > tail[j].seq)) {
+            if (comp && i == (int64_t)track)
+                moved_to = k;
+            entry_move(T, L, (uint32_t)i, (uint32_t)k);
+            i--;
+        } else {
+            uint32_t q = (uint32_t)k;
+            L->ids[q] = tail[j].id;
+            L->targets[q] = tail[j].target;
+            bit_put(L->act, q, tail[j].bits & 1);
+            bit_put(L->spec, q, (tail[j].bits >> 1) & 1);
+            bit_put(L->ivl, q, (tail[j].bits >> 2) & 1);
+            bit_put(L->solo, q, (tail[j].bits >> 3) & 1);
+            T->recs[id_slot(tail[j].id)].pos = q;
+            j--;
         }
-        w = total;
+        k--;
     }
     tk_free(tail);
-    for (uint32_t i = w; i < L->n; i++) {
-        bit_clr(L->act, i);
-        bit_clr(L->spec, i);
+    L->n = total;
+    L->sorted_n = total;
+    L->layout++;
+    if (comp) {
+        if (L->cw < L->cr) {
+            if (moved_to >= 0) {
+                uint32_t shift = (uint32_t)moved_to - L->cw;
+                L->cw += shift;
+                L->cr += shift;
+            }
+        } else if (track >= from) {
+            L->cw = L->cr = total; /* all looked at: it ends at the next step */
+        } else if (moved_to >= 0) {
+            L->cw = L->cr = (uint32_t)moved_to;
+        }
     }
-    L->n = w;
-    L->sorted_n = w;
-    L->n_dead = 0;
+}
+
+/*
+ * Remove dead entries of a lane (between frames), within `budget` units of
+ * work: a dead entry looked at costs 1, a live one moved COMPACT_MOVE (it
+ * writes its entry and its record); returns the units spent.  The lane stays
+ * `compacting` until its end is reached; meanwhile the hole is only dead
+ * entries, which runs skip 64 at a time.  Capacity is kept (the arrays are
+ * reused by later registrations; giving a big block back would unmap it in
+ * one go, milliseconds on a paravirtualized VM).
+ */
+static uint32_t lane_compact_step(struct tk__ticks *T, uint32_t lid, uint32_t budget)
+{
+    lane *L = &T->lanes[lid];
+    if (!L->compacting) {
+        if (L->n_dead == 0)
+            return 0;
+        L->compacting = true;
+        L->cw = L->cr = 0;
+    }
+    uint32_t spent = 0, i = L->cr;
+    bool moved = false;
+    for (; i < L->n && spent < budget; i++) {
+        if (!L->ids[i]) {
+            L->n_dead--;
+            spent++;
+            continue;
+        }
+        if (L->cw != i) {
+            entry_move(T, L, i, L->cw);
+            entry_clear(L, i);
+            moved = true;
+            spent += COMPACT_MOVE;
+        } else {
+            spent++;
+        }
+        L->cw++;
+    }
+    L->cr = i;
+    if (moved)
+        L->layout++;
+    if (L->cr == L->n) {
+        L->n = L->cw;
+        L->sorted_n = TK_MIN(L->sorted_n, L->n);
+        L->compacting = false;
+    }
+    return spent;
+}
+
+/* Is the lane's upkeep finished (nothing to merge, no compaction due)? */
+static inline bool lane_settled(const lane *L)
+{
+    return L->sorted_n >= L->n && !L->compacting && !(L->n_dead * 4 > L->n);
 }
 
 /* ---- counters ------------------------------------------------------------- */
+
+static inline bool in_groups(const tk_world_t *w) { return T_of(w)->phase == PH_GROUPS; }
+
+/* Is the lane entry of r still to be executed in this frame? */
+static bool lane_pending(const tk_world_t *w, const rec *r)
+{
+    const lane *L = &T_of(w)->lanes[r->lane];
+    if (!in_groups(w))
+        return false;
+    if (L->ran != fmark(w))
+        return L->group >= T_of(w)->cur_group;
+    return L->running && r->pos > L->cur;
+}
 
 typedef struct counters {
     uint64_t ticks, last_frame;
@@ -668,21 +896,52 @@ typedef struct counters {
     float last_dt;
 } counters;
 
-static void get_counters(const struct tk__ticks *T, const rec *r, counters *c)
+static inline dset *set_of(const struct tk__ticks *T, const ext *x)
 {
+    return x && x->dset ? &T->dsets[x->dset] : NULL;
+}
+
+/* A due set fired this frame and its member r has not run yet. */
+static inline bool member_pending(const tk_world_t *w, const dset *D, const rec *r)
+{
+    return D->fired == fmark(w) && lane_pending(w, r);
+}
+
+/* CalculateDeltaTime's "last tick" of a function (ns, -1 = none). */
+static int64_t last_iv_of(const tk_world_t *w, const rec *r)
+{
+    const struct tk__ticks *T = T_of(w);
+    const ext *x = ext_of(T, r);
+    const dset *D = set_of(T, x);
+    if (D)
+        return member_pending(w, D, r) ? D->prev_iv : D->last_iv;
+    return x ? x->last_iv_ns : -1;
+}
+
+static void get_counters(const tk_world_t *w, const rec *r, counters *c)
+{
+    const struct tk__ticks *T = T_of(w);
     if (r->cohort) {
         const cohort *C = &T->cohorts[r->cohort];
-        const lane *L = &T->lanes[C->lane];
-        uint64_t runs = L->runs;
-        double laccum = L->accum;
-        uint64_t lf = L->last_frame;
-        float ld = L->last_dt;
-        /* The lane is mid-run and this entry has not been executed yet. */
-        if (L->running && r->pos > L->cur) {
-            runs--;
-            laccum -= L->last_dt;
-            lf = L->prev_last_frame;
-            ld = L->prev_last_dt;
+        uint64_t runs, lf;
+        double laccum;
+        float ld;
+        if (C->src & COH_SET) {
+            const dset *D = &T->dsets[C->src & ~COH_SET];
+            /* A set counts its run when it fires, before its members ran. */
+            bool before = member_pending(w, D, r);
+            runs = D->runs - before;
+            laccum = before ? D->prev_accum : D->accum;
+            lf = before ? D->prev_last_frame : D->last_frame;
+            ld = before ? D->prev_last_dt : D->last_dt;
+        } else {
+            const lane *L = &T->lanes[C->src];
+            /* The lane is mid-run and this entry has not been executed yet. */
+            bool before = L->running && r->pos > L->cur;
+            runs = L->runs - before;
+            laccum = before ? L->prev_accum : L->accum;
+            lf = before ? L->prev_last_frame : L->last_frame;
+            ld = before ? L->prev_last_dt : L->last_dt;
         }
         c->ticks = C->ticks0 + (runs - C->runs0);
         c->accum = C->accum0 + (laccum - C->laccum0);
@@ -711,44 +970,36 @@ static void cohort_release(struct tk__ticks *T, uint32_t id)
     cohort *C = &T->cohorts[id];
     TK_ASSERT(C->refs > 0);
     if (--C->refs == 0) {
-        C->lane = T->cohort_free;
+        C->src = T->cohort_free;
         T->cohort_free = id;
     }
 }
 
-/* Leave derived mode: counters into the ext record. */
-static void materialize(struct tk__ticks *T, rec *r)
+/* Enter derived mode: counters from `src`, a lane or a due set (COH_SET),
+ * from now on (between frames, or at StartFrame before the set fires). */
+static void join_derived(tk_world_t *w, rec *r, uint32_t src)
 {
-    if (!r->cohort)
-        return;
-    counters c;
-    get_counters(T, r, &c);
-    cohort_release(T, r->cohort);
-    r->cohort = 0;
-    /* From now on its entry is ticked one by one, updating these counters. */
-    bit_set(T->lanes[r->lane].spec, r->pos);
-    ext *x = ensure_ext(T, r);
-    x->ticks = c.ticks;
-    x->last_frame = c.last_frame;
-    x->accum = c.accum;
-    x->last_dt = c.last_dt;
-}
-
-/* Enter derived mode in lane r->lane (between frames). */
-static void join_derived(struct tk__ticks *T, rec *r)
-{
+    struct tk__ticks *T = T_of(w);
     TK_ASSERT(!r->cohort);
     counters c;
-    get_counters(T, r, &c);
-    const lane *L = &T->lanes[r->lane];
-    size_t h = (hash64(c.ticks ^ ((uint64_t)r->lane << 20) ^ c.last_frame * 31) ^
+    get_counters(w, r, &c);
+    uint64_t runs;
+    double sacc;
+    if (src & COH_SET) {
+        runs = T->dsets[src & ~COH_SET].runs;
+        sacc = T->dsets[src & ~COH_SET].accum;
+    } else {
+        runs = T->lanes[src].runs;
+        sacc = T->lanes[src].accum;
+    }
+    size_t h = (hash64(c.ticks ^ ((uint64_t)src << 20) ^ c.last_frame * 31) ^
                 (size_t)(c.accum * 1e9)) & 63;
     for (size_t probe = 0; probe < 4; probe++) {
         uint32_t id = T->coh_cache[(h + probe) & 63];
         if (!id)
             continue;
         cohort *C = &T->cohorts[id];
-        if (C->refs && C->lane == r->lane && C->runs0 == L->runs && C->laccum0 == L->accum &&
+        if (C->refs && C->src == src && C->runs0 == runs && C->laccum0 == sacc &&
             C->ticks0 == c.ticks && C->accum0 == c.accum && C->last_frame0 == c.last_frame &&
             C->last_dt0 == c.last_dt) {
             C->refs++;
@@ -759,14 +1010,14 @@ static void join_derived(struct tk__ticks *T, rec *r)
     uint32_t id;
     if (T->cohort_free) {
         id = T->cohort_free;
-        T->cohort_free = T->cohorts[id].lane;
+        T->cohort_free = T->cohorts[id].src;
     } else {
         if (T->n_cohorts == 0)
             T->n_cohorts = 1;
         TK_GROW(T->cohorts, T->cap_cohorts, T->n_cohorts + 1);
         id = (uint32_t)T->n_cohorts++;
     }
-    T->cohorts[id] = (cohort){.lane = r->lane, .refs = 1, .runs0 = L->runs, .laccum0 = L->accum,
+    T->cohorts[id] = (cohort){.src = src, .refs = 1, .runs0 = runs, .laccum0 = sacc,
                               .ticks0 = c.ticks, .accum0 = c.accum, .last_frame0 = c.last_frame,
                               .last_dt0 = c.last_dt};
     r->cohort = id;
@@ -786,6 +1037,331 @@ done:
         x->accum = 0;
         x->last_dt = 0;
     }
+}
+
+/* ---- due sets ---------------------------------------------------------------- */
+
+static void wheel_insert(tk_world_t *w, rec *r, uint64_t due);
+
+/* A new due set in lane `lid` (not on the wheel yet). */
+static uint32_t dset_new(struct tk__ticks *T, uint32_t lid, uint64_t iv, uint64_t due,
+                         int64_t last_iv)
+{
+    uint32_t id;
+    if (T->dset_free) {
+        id = T->dset_free;
+        T->dset_free = T->dsets[id].n;
+    } else {
+        if (T->n_dsets == 0)
+            T->n_dsets = 1;
+        TK_GROW(T->dsets, T->cap_dsets, T->n_dsets + 1);
+        id = (uint32_t)T->n_dsets++;
+    }
+    dset *D = &T->dsets[id];
+    memset(D, 0, sizeof *D);
+    D->lane = lid;
+    D->wnode = NONE32;
+    D->iv = iv;
+    D->due = due;
+    D->last_iv = last_iv;
+    D->prev_iv = last_iv;
+    D->layout = T->lanes[lid].layout;
+    return id;
+}
+
+static void dset_free(struct tk__ticks *T, uint32_t id)
+{
+    dset *D = &T->dsets[id];
+    TK_ASSERT(D->lane && D->n == 0);
+    if (D->wnode != NONE32)
+        tk__wheel_del(&T->wheel_sets, D->wnode);
+    tk_free(D->slots);
+    tk_free(D->wi);
+    tk_free(D->wm);
+    memset(D, 0, sizeof *D);
+    D->n = T->dset_free;
+    T->dset_free = id;
+}
+
+static inline bool dset_cache_ok(const struct tk__ticks *T, const dset *D)
+{
+    return !D->stale && D->layout == T->lanes[D->lane].layout;
+}
+
+/* Join: r (enabled interval function of the set's lane, counters already
+ * materialized) becomes a member; the caller then derives its counters. */
+static void dset_add(struct tk__ticks *T, uint32_t id, rec *r)
+{
+    ext *x = ensure_ext(T, r);
+    dset *D = &T->dsets[id];
+    TK_ASSERT(D->lane == r->lane && !x->dset && x->wnode == NONE32);
+    if (D->n == D->cap) {
+        D->cap = D->cap ? D->cap * 2 : 8;
+        D->slots = tk_realloc(D->slots, D->cap * sizeof *D->slots);
+    }
+    x->dset = id;
+    x->dmi = D->n;
+    D->slots[D->n++] = slot_of(T, r);
+    T->n_members++;
+    x->was_interval = true;
+    x->last_iv_ns = -1; /* the set's from now on */
+    if (dset_cache_ok(T, D)) {
+        uint32_t wd = r->pos >> 6;
+        uint64_t bit = 1ull << (r->pos & 63);
+        if (D->nw && D->wi[D->nw - 1] == wd) {
+            D->wm[D->nw - 1] |= bit;
+        } else if (!D->nw || D->wi[D->nw - 1] < wd) {
+            if (D->nw == D->capw) {
+                D->capw = D->capw ? D->capw * 2 : 4;
+                D->wi = tk_realloc(D->wi, D->capw * sizeof *D->wi);
+                D->wm = tk_realloc(D->wm, D->capw * sizeof *D->wm);
+            }
+            D->wi[D->nw] = wd;
+            D->wm[D->nw++] = bit;
+        } else {
+            D->stale = true;
+        }
+    }
+    lane *L = &T->lanes[r->lane];
+    bit_clr(L->spec, r->pos);
+    bit_set(L->ivl, r->pos);
+    r->state = TK_TICK_COOLING_DOWN;
+}
+
+/*
+ * Leave the due set r belongs to (its counters were materialized, or it is
+ * being unregistered).  Its interval phase goes with it: the set's last tick
+ * time (the one before this frame's firing if it has not run yet), and with
+ * `keep_cooling` the set's due time on the wheel of its own.  A member that
+ * leaves in a frame its set fired keeps its act bit (a pending tick still
+ * runs, through exec_one) until the frame ends.
+ */
+static void dset_remove(tk_world_t *w, rec *r, bool keep_cooling)
+{
+    T_of(w)->mut++;
+    struct tk__ticks *T = T_of(w);
+    ext *x = ext_of(T, r);
+    uint32_t id = x->dset;
+    dset *D = &T->dsets[id];
+    uint64_t F = fmark(w);
+    bool live = D->fired == F && in_groups(w);
+    bool pending = live && lane_pending(w, r);
+    x->last_iv_ns = pending ? D->prev_iv : D->last_iv;
+    x->was_interval = true;
+    if (live) {
+        x->due = F;
+        if (!pending)
+            x->ran = F;
+        vpush(&T->due_now, slot_of(T, r));
+    }
+    /* Out of the member list (swap-remove) and the position cache. */
+    uint32_t last = --D->n;
+    if (x->dmi != last) {
+        uint32_t moved = D->slots[last];
+        D->slots[x->dmi] = moved;
+        T->exts[T->recs[moved].ext].dmi = x->dmi;
+    }
+    if (dset_cache_ok(T, D)) {
+        uint32_t wd = r->pos >> 6, lo = 0, hi = D->nw;
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (D->wi[mid] < wd)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < D->nw && D->wi[lo] == wd)
+            D->wm[lo] &= ~(1ull << (r->pos & 63));
+    }
+    T->n_members--;
+    x->dset = 0;
+    x->dmi = 0;
+    uint64_t due = D->due;
+    bit_clr(T->lanes[r->lane].ivl, r->pos);
+    bit_set(T->lanes[r->lane].spec, r->pos);
+    if (D->n == 0)
+        dset_free(T, id);
+    if (keep_cooling)
+        wheel_insert(w, r, due);
+}
+
+/* Leave derived mode: counters into the ext record (and out of its due
+ * set, still cooling down on its own).  Its entry is ticked one by one from
+ * now on. */
+static void materialize(tk_world_t *w, rec *r)
+{
+    T_of(w)->mut++;
+    struct tk__ticks *T = T_of(w);
+    if (!r->cohort)
+        return;
+    counters c;
+    get_counters(w, r, &c);
+    cohort_release(T, r->cohort);
+    r->cohort = 0;
+    bit_set(T->lanes[r->lane].spec, r->pos);
+    ext *x = ensure_ext(T, r);
+    x->ticks = c.ticks;
+    x->last_frame = c.last_frame;
+    x->accum = c.accum;
+    x->last_dt = c.last_dt;
+    if (x->dset)
+        dset_remove(w, r, true);
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Make the set's position cache valid: rebuilt from its members' records
+ * when positions moved (lane compaction), members joined out of order, or
+ * removals left it mostly empty words.  O(members). */
+static void dset_cache(struct tk__ticks *T, uint32_t id, vec32 *scratch)
+{
+    dset *D = &T->dsets[id];
+    if (dset_cache_ok(T, D) && D->nw <= D->n + 16)
+        return;
+    scratch->n = 0;
+    TK_GROW(scratch->v, scratch->cap, D->n);
+    bool sorted = true;
+    for (uint32_t i = 0; i < D->n; i++) {
+        uint32_t p = T->recs[D->slots[i]].pos;
+        if (i && p < scratch->v[i - 1])
+            sorted = false;
+        scratch->v[i] = p;
+    }
+    scratch->n = D->n;
+    if (!sorted)
+        qsort(scratch->v, scratch->n, sizeof *scratch->v, u32_cmp);
+    D->nw = 0;
+    for (uint32_t i = 0; i < D->n; i++) {
+        uint32_t p = scratch->v[i], wd = p >> 6;
+        if (D->nw && D->wi[D->nw - 1] == wd) {
+            D->wm[D->nw - 1] |= 1ull << (p & 63);
+            continue;
+        }
+        if (D->nw == D->capw) {
+            D->capw = D->capw ? D->capw * 2 : 4;
+            D->wi = tk_realloc(D->wi, D->capw * sizeof *D->wi);
+            D->wm = tk_realloc(D->wm, D->capw * sizeof *D->wm);
+        }
+        D->wi[D->nw] = wd;
+        D->wm[D->nw++] = 1ull << (p & 63);
+    }
+    D->stale = false;
+    D->layout = T->lanes[D->lane].layout;
+    scratch->n = 0;
+}
+
+/*
+ * A due set comes due (or, just made from fresh functions, ticks for the
+ * first time): CalculateDeltaTime once for all members, counters, the next
+ * due time (due + interval: Unreal's overrun credit), and its members'
+ * entries become active for this frame.
+ */
+static void dset_fire(tk_world_t *w, uint32_t id)
+{
+    struct tk__ticks *T = T_of(w);
+    dset_cache(T, id, &T->stack);
+    dset *D = &T->dsets[id];
+    lane *L = &T->lanes[D->lane];
+    uint64_t now = w->time_ns, F = fmark(w);
+    float dt = D->last_iv >= 0 ? (float)tk_ns_to_s(now - (uint64_t)D->last_iv)
+                               : (float)tk_ns_to_s(w->dt_ns);
+    D->prev_iv = D->last_iv;
+    D->last_iv = (int64_t)now;
+    D->prev_last_frame = D->last_frame;
+    D->prev_last_dt = D->last_dt;
+    D->prev_accum = D->accum;
+    D->runs++;
+    D->accum += dt;
+    D->last_frame = w->frame;
+    D->last_dt = dt;
+    D->dt = dt;
+    D->fired = F;
+    D->due += D->iv;
+    D->wnode = tk__wheel_add(&T->wheel_sets, D->due, id);
+    if (L->ivl_mark != F) {
+        L->ivl_mark = F;
+        L->ivl_dt = dt;
+        L->ivl_mixed = false;
+    } else if (memcmp(&L->ivl_dt, &dt, sizeof dt) != 0) {
+        L->ivl_mixed = true;
+    }
+    for (uint32_t i = 0; i < D->nw; i++)
+        L->act[D->wi[i]] |= D->wm[i];
+    vpush(&T->fired, id);
+}
+
+/* The frame ends: the members of a set that fired stop being active. */
+static void dset_unfire(tk_world_t *w, uint32_t id)
+{
+    struct tk__ticks *T = T_of(w);
+    dset *D = &T->dsets[id];
+    if (!D->lane || D->fired != fmark(w))
+        return;
+    TK_ASSERT(dset_cache_ok(T, D));
+    lane *L = &T->lanes[D->lane];
+    for (uint32_t i = 0; i < D->nw; i++)
+        L->act[D->wi[i]] &= ~D->wm[i];
+}
+
+/* The dt a due-set member's entry ticks with this frame. */
+static inline float member_dt(const struct tk__ticks *T, uint64_t id)
+{
+    const rec *r = &T->recs[id_slot(id)];
+    return T->dsets[T->exts[r->ext].dset].dt;
+}
+
+/* ---- grouping map --------------------------------------------------------------- */
+
+/* Start a new grouping (forgets the previous one in O(1)). */
+static void group_reset(struct tk__ticks *T)
+{
+    if (++T->gmap_stamp == 0) {
+        memset(T->gmap, 0, T->cap_gmap * sizeof *T->gmap);
+        T->gmap_stamp = 1;
+    }
+    T->n_gmap = 0;
+}
+
+static inline size_t gmap_hash(uint64_t k1, uint64_t k2, uint64_t k3, uint64_t k4)
+{
+    return hash64(k1 ^ hash64(k2 ^ hash64(k3 ^ hash64(k4))));
+}
+
+/* The due set grouped under key (k1..k4) in this grouping: a pointer to its
+ * id, 0 if new (the caller stores the id; valid until the next call). */
+static uint32_t *group_find(struct tk__ticks *T, uint64_t k1, uint64_t k2, uint64_t k3,
+                            uint64_t k4)
+{
+    if ((T->n_gmap + 1) * 2 > T->cap_gmap) {
+        gmap_ent *old = T->gmap;
+        size_t ocap = T->cap_gmap;
+        T->cap_gmap = ocap ? ocap * 2 : 64;
+        T->gmap = tk_calloc(T->cap_gmap, sizeof *T->gmap);
+        for (size_t i = 0; i < ocap; i++) {
+            if (old[i].stamp != T->gmap_stamp)
+                continue;
+            size_t m = T->cap_gmap - 1,
+                   h = gmap_hash(old[i].k1, old[i].k2, old[i].k3, old[i].k4) & m;
+            while (T->gmap[h].stamp == T->gmap_stamp)
+                h = (h + 1) & m;
+            T->gmap[h] = old[i];
+        }
+        tk_free(old);
+    }
+    size_t m = T->cap_gmap - 1, h = gmap_hash(k1, k2, k3, k4) & m;
+    while (T->gmap[h].stamp == T->gmap_stamp) {
+        gmap_ent *e = &T->gmap[h];
+        if (e->k1 == k1 && e->k2 == k2 && e->k3 == k3 && e->k4 == k4)
+            return &e->id;
+        h = (h + 1) & m;
+    }
+    T->gmap[h] = (gmap_ent){k1, k2, k3, k4, 0, T->gmap_stamp};
+    T->n_gmap++;
+    return &T->gmap[h].id;
 }
 
 /* ---- creation ----------------------------------------------------------- */
@@ -810,9 +1386,16 @@ void tk__ticks_free(struct tk__ticks *T)
     }
     for (size_t i = 1; i < T->n_lanes; i++) {
         tk_free(T->lanes[i].targets);
-        tk_free(T->lanes[i].idx);
+        tk_free(T->lanes[i].ids);
         tk_free(T->lanes[i].act);
         tk_free(T->lanes[i].spec);
+        tk_free(T->lanes[i].ivl);
+        tk_free(T->lanes[i].solo);
+    }
+    for (size_t i = 1; i < T->n_dsets; i++) {
+        tk_free(T->dsets[i].slots);
+        tk_free(T->dsets[i].wi);
+        tk_free(T->dsets[i].wm);
     }
     for (int g = 0; g < GROUPS; g++) {
         tk_free(T->glanes[g].v);
@@ -820,13 +1403,16 @@ void tk__ticks_free(struct tk__ticks *T)
     }
     vec32 *vs[] = {&T->limbo, &T->dirty_lanes, &T->dirty, &T->fresh, &T->dyn,
                    &T->paused_fns, &T->due_now, &T->newly, &T->tmp, &T->stack,
-                   &T->lanes_run};
+                   &T->lanes_run, &T->fired};
     for (size_t i = 0; i < TK_ARRAY_LEN(vs); i++)
         tk_free(vs[i]->v);
     if (T->wheels_ready) {
         tk__wheel_deinit(&T->wheel_game);
         tk__wheel_deinit(&T->wheel_unpaused);
+        tk__wheel_deinit(&T->wheel_sets);
     }
+    tk_free(T->dsets);
+    tk_free(T->gmap);
     tk_free(T->walk);
     tk_free(T->edges);
     tk_free(T->dues);
@@ -846,6 +1432,7 @@ static void ensure_wheels(tk_world_t *w)
     if (!T->wheels_ready) {
         tk__wheel_init(&T->wheel_game, w->time_ns);
         tk__wheel_init(&T->wheel_unpaused, w->unpaused_ns);
+        tk__wheel_init(&T->wheel_sets, w->time_ns);
         T->wheels_ready = true;
     }
 }
@@ -1009,17 +1596,15 @@ static void mark_dirty(struct tk__ticks *T, rec *r)
     }
 }
 
-static inline bool in_groups(const tk_world_t *w) { return T_of(w)->phase == PH_GROUPS; }
-
-/* Is the lane entry of r still to be executed in this frame? */
-static bool lane_pending(const tk_world_t *w, const rec *r)
+/* Can r cool down in a due set: an enabled interval function without
+ * individual treatment (not dynamic, not even_when_paused, no custom
+ * dilation)? */
+static bool eligible_member(const struct tk__ticks *T, const rec *r)
 {
-    const lane *L = &T_of(w)->lanes[r->lane];
-    if (!in_groups(w))
+    if (r->state == TK_TICK_DISABLED || (r->flags & (RF_DYNAMIC | RF_PAUSED | RF_NEWLY)))
         return false;
-    if (L->ran != fmark(w))
-        return L->group >= T_of(w)->cur_group;
-    return L->running && r->pos > L->cur;
+    const ext *x = ext_of(T, r);
+    return x && x->interval_ns && x->dilation == 1.0f;
 }
 
 static void add_newly(tk_world_t *w, rec *r)
@@ -1263,15 +1848,20 @@ static void wheel_remove(struct tk__ticks *T, rec *r)
         r->state = TK_TICK_ENABLED;
 }
 
+/* Cool down on its own until `due`.  A function that could join a due set
+ * is looked at again at the next StartFrame (upkeep moves it into one). */
 static void wheel_insert(tk_world_t *w, rec *r, uint64_t due)
 {
     struct tk__ticks *T = T_of(w);
     ensure_wheels(w);
     ext *x = ensure_ext(T, r);
+    TK_ASSERT(!x->dset);
     x->in_unpaused = (r->flags & RF_PAUSED) != 0;
     x->wnode = tk__wheel_add(x->in_unpaused ? &T->wheel_unpaused : &T->wheel_game, due,
                              slot_of(T, r));
     r->state = TK_TICK_COOLING_DOWN;
+    if (eligible_member(T, r))
+        mark_dirty(T, r);
 }
 
 static inline uint64_t clock_of(const tk_world_t *w, const rec *r)
@@ -1287,6 +1877,8 @@ static void unregister_rec(tk_world_t *w, rec *r)
         cohort_release(T, r->cohort);
         r->cohort = 0;
     }
+    if (r->ext && T->exts[r->ext].dset)
+        dset_remove(w, r, false);
     wheel_remove(T, r);
     lane_kill(T, r);
     ext *x = ext_of(T, r);
@@ -1343,11 +1935,13 @@ int tk_tick_unregister(tk_world_t *w, tk_tick_id id)
     return 0;
 }
 
+/* O(registered functions) while the level has some; O(1) once its owner
+ * unregistered them (the daemon does, in slices). */
 void tk__ticks_remove_level(tk_world_t *w, tk_level_id level)
 {
     struct tk__ticks *T = T_of(w);
     uint16_t li = (uint16_t)(level & 0xffffu);
-    for (size_t i = 0; i < T->n_recs; i++) {
+    for (size_t i = 0; i < T->n_recs && w->levels[li].n_ticks; i++) {
         rec *r = &T->recs[i];
         if (r->state != RS_FREE && r->level == li)
             unregister_rec(w, r);
@@ -1360,6 +1954,7 @@ void tk__ticks_remove_level(tk_world_t *w, tk_level_id level)
 
 static void set_enabled(tk_world_t *w, rec *r, bool en)
 {
+    T_of(w)->mut++;
     struct tk__ticks *T = T_of(w);
     bool is_en = r->state != TK_TICK_DISABLED;
     if (en == is_en) {
@@ -1374,7 +1969,7 @@ static void set_enabled(tk_world_t *w, rec *r, bool en)
          * frame was visited: re-enabling it must not queue it again. */
         bool active = in_groups(w) && bit_get(T->lanes[r->lane].act, r->pos);
         bool pending = active && lane_pending(w, r);
-        materialize(T, r);
+        materialize(w, r);
         wheel_remove(T, r);
         bit_clr(T->lanes[r->lane].act, r->pos);
         ext *x = ensure_ext(T, r);
@@ -1429,7 +2024,7 @@ int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec)
         return tk__world_error(w, TK_EINVAL,
                                "on_dedicated_server cannot be turned off on a registered "
                                "tick function; unregister it instead");
-    materialize(T, r);
+    materialize(w, r);
     int end = spec->end_group == TK_GROUP_SAME ? (int)spec->group : (int)spec->end_group;
     r->grp = grp_pack(spec->group, end);
     bool was_paused = (r->flags & RF_PAUSED) != 0;
@@ -1490,7 +2085,7 @@ int tk_tick_set_dilation(tk_world_t *w, tk_tick_id id, float dilation)
     struct tk__ticks *T = T_of(w);
     if (dil_of(T, r) == dilation)
         return 0;
-    materialize(T, r);
+    materialize(w, r);
     ensure_ext(T, r)->dilation = dilation;
     mark_dirty(T, r);
     return 0;
@@ -1576,7 +2171,7 @@ int tk_tick_get(const tk_world_t *w, tk_tick_id id, tk_tick_info *out)
     out->actual_group = grp_of(act);
     out->actual_end_group = grp_end(act);
     counters c;
-    get_counters(T, r, &c);
+    get_counters(w, r, &c);
     out->ticks = c.ticks;
     out->last_frame = c.last_frame;
     out->last_dt = c.last_dt;
@@ -1586,6 +2181,9 @@ int tk_tick_get(const tk_world_t *w, tk_tick_id id, tk_tick_info *out)
         uint64_t due = tk__wheel_due(wh, x->wnode);
         uint64_t now = x->in_unpaused ? w->unpaused_ns : w->time_ns;
         out->cooldown = due > now ? tk_ns_to_s(due - now) : 0;
+    } else if (x && x->dset) {
+        uint64_t due = T->dsets[x->dset].due;
+        out->cooldown = due > w->time_ns ? tk_ns_to_s(due - w->time_ns) : 0;
     }
     out->n_prerequisites = x ? x->n_pre : 0;
     for (uint32_t i = 0; x && i < x->n_pre; i++)
@@ -1627,31 +2225,59 @@ void tk_tick_get_counts(const tk_world_t *w, tk_tick_counts *out)
     const struct tk__ticks *T = T_of(w);
     out->registered = T->n_live;
     out->disabled = T->n_disabled;
-    out->cooling_down = T->wheels_ready ? T->wheel_game.count + T->wheel_unpaused.count : 0;
+    out->cooling_down =
+        (T->wheels_ready ? T->wheel_game.count + T->wheel_unpaused.count : 0) + T->n_members;
     out->enabled = T->n_live - T->n_disabled - out->cooling_down;
 }
 
 #ifdef TK_DEBUG_INVARIANTS
 /* Every live function sits in exactly one live lane entry, where its record
- * says; dead entries have no bits. */
+ * says; dead entries have no bits; due-set members are where their sets say,
+ * with the right bits and counters. */
 static void check_invariants(const struct tk__ticks *T)
 {
-    size_t live_entries = 0;
+    size_t live_entries = 0, members = 0;
     for (size_t l = 1; l < T->n_lanes; l++) {
         const lane *L = &T->lanes[l];
+        uint32_t dead = 0;
+        TK_ASSERT(L->sorted_n <= L->n && L->n <= L->cap);
+        if (L->compacting)
+            TK_ASSERT(L->cw <= L->cr && L->cr <= L->n);
         for (uint32_t p = 0; p < L->n; p++) {
-            uint32_t s = L->idx[p];
-            if (s == NONE32) {
-                TK_ASSERT(!bit_get(L->act, p));
+            uint64_t id = L->ids[p];
+            bool in_hole = L->compacting && p >= L->cw && p < L->cr;
+            if (in_hole)
+                TK_ASSERT(!id);
+            else if (!id)
+                dead++;
+            if (!id) {
+                TK_ASSERT(!bit_get(L->act, p) && !bit_get(L->spec, p) && !bit_get(L->ivl, p));
                 continue;
             }
-            const rec *r = &T->recs[s];
-            TK_ASSERT(r->state != RS_FREE);
+            const rec *r = &T->recs[id_slot(id)];
+            TK_ASSERT(r->state != RS_FREE && r->gen == id_gen(id));
             TK_ASSERT(r->lane == l && r->pos == p);
+            const ext *x = ext_of(T, r);
+            if (x && x->dset) {
+                const dset *D = &T->dsets[x->dset];
+                TK_ASSERT(D->lane == l && D->slots[x->dmi] == id_slot(id));
+                TK_ASSERT(bit_get(L->ivl, p) && !bit_get(L->spec, p));
+                TK_ASSERT(r->cohort && T->cohorts[r->cohort].src == (x->dset | COH_SET));
+                TK_ASSERT(x->wnode == NONE32 && r->state == TK_TICK_COOLING_DOWN);
+                members++;
+            } else {
+                TK_ASSERT(!bit_get(L->ivl, p));
+            }
+            if (!bit_get(L->spec, p))
+                TK_ASSERT(r->cohort);
             live_entries++;
         }
+        TK_ASSERT(dead == L->n_dead);
+        for (uint32_t p = L->n; p < L->cap; p++)
+            TK_ASSERT(!bit_get(L->act, p) && !bit_get(L->spec, p) && !bit_get(L->ivl, p));
     }
     TK_ASSERT(live_entries == T->n_live);
+    TK_ASSERT(members == T->n_members);
 }
 /* No function runs twice in a frame. */
 static uint64_t *dbg_ran;
@@ -1688,7 +2314,7 @@ int tk_tick_save(const tk_world_t *w, tk_tick_id id, tk_tick_restore *out)
     if (!r)
         return TK_ENOENT;
     counters c;
-    get_counters(T, r, &c);
+    get_counters(w, r, &c);
     out->ticks = c.ticks;
     out->last_frame = c.last_frame;
     out->last_dt = c.last_dt;
@@ -1700,11 +2326,15 @@ int tk_tick_save(const tk_world_t *w, tk_tick_id id, tk_tick_restore *out)
         const tk__wheel *wh = x->in_unpaused ? &T->wheel_unpaused : &T->wheel_game;
         uint64_t due = tk__wheel_due(wh, x->wnode), now = clock_of(w, r);
         out->cooldown = due > now ? tk_ns_to_s(due - now) : 0;
+    } else if (x && x->dset) {
+        uint64_t due = T->dsets[x->dset].due, now = clock_of(w, r);
+        out->cooldown = due > now ? tk_ns_to_s(due - now) : 0;
     }
-    if (x && x->was_interval && x->last_iv_ns >= 0) {
+    int64_t last_iv = last_iv_of(w, r);
+    if (x && x->was_interval && last_iv >= 0) {
         uint64_t now = clock_of(w, r);
         out->since_last_tick =
-            now > (uint64_t)x->last_iv_ns ? tk_ns_to_s(now - (uint64_t)x->last_iv_ns) : 0;
+            now > (uint64_t)last_iv ? tk_ns_to_s(now - (uint64_t)last_iv) : 0;
     }
     return 0;
 }
@@ -1722,7 +2352,7 @@ int tk_tick_restore_state(tk_world_t *w, tk_tick_id id, const tk_tick_restore *s
     if (!isfinite(st->accum_dt) || st->accum_dt < 0 || !isfinite(st->last_dt) ||
         !isfinite(st->cooldown) || !isfinite(st->since_last_tick))
         return tk__world_error(w, TK_EINVAL, "restored tick state must be finite numbers");
-    materialize(T, r);
+    materialize(w, r);
     ext *x = ensure_ext(T, r);
     x->ticks = st->ticks;
     x->last_frame = st->last_frame;
@@ -1750,9 +2380,11 @@ int tk_tick_restore_state(tk_world_t *w, tk_tick_id id, const tk_tick_restore *s
 void tk__ticks_reset_clocks(tk_world_t *w)
 {
     struct tk__ticks *T = T_of(w);
+    TK_ASSERT(T->n_members == 0);
     if (T->wheels_ready) {
         tk__wheel_deinit(&T->wheel_game);
         tk__wheel_deinit(&T->wheel_unpaused);
+        tk__wheel_deinit(&T->wheel_sets);
         T->wheels_ready = false;
     }
 }
@@ -1810,7 +2442,8 @@ static bool place_enter(tk_world_t *w, rec *r, uint32_t epoch)
 }
 
 /* Prerequisite i of the function of frame `f`, placed already (or being
- * placed, which is a cycle): gather its groups. */
+ * placed, which is a cycle): gather its groups.  An interval prerequisite
+ * is gathered apart: it counts only in the frames it ticks. */
 static void place_edge(tk_world_t *w, wframe *f, rec *r, rec *p, uint32_t i, uint32_t epoch)
 {
     struct tk__ticks *T = T_of(w);
@@ -1824,33 +2457,91 @@ static void place_edge(tk_world_t *w, wframe *f, rec *r, rec *p, uint32_t i, uin
     x->pre_cycle[i] = 0;
     if (p->state == TK_TICK_DISABLED)
         return;
-    if (iv_of(T, p) || (p->flags & RF_DYNAMIC)) {
+    if (p->flags & RF_DYNAMIC) {
         f->dyn = true;
         return;
     }
     int ps = grp_of(p->act), pe = grp_end(p->act);
     if (!considered(pe, grp_of(r->grp)))
         return;
+    if (iv_of(T, p)) {
+        f->iv = true;
+        f->iv_s = (uint8_t)TK_MAX(f->iv_s, ps);
+        f->iv_e = (uint8_t)TK_MAX(f->iv_e, pe);
+        return;
+    }
     f->max_s = (uint8_t)TK_MAX(f->max_s, ps);
     f->max_e = (uint8_t)TK_MAX(f->max_e, pe);
 }
 
-/* Every prerequisite of the function of frame `f` is placed: its own
- * actual groups, band and depth. */
+/* QueueTickFunction's actual groups from the latest start and end groups of
+ * the considered prerequisites (UE-SEMANTICS 3.6). */
+static uint8_t actual_groups(int group, int endg, int max_s, int max_e)
+{
+    int start = TK_MAX(max_s, group);
+    if (start != group)
+        while (!demotable(start))
+            start++;
+    int end = start, cand = TK_MAX(TK_MAX(max_e, endg), start);
+    for (int g = start + 1; g <= cand; g++)
+        if (demotable(g))
+            end = g;
+    return grp_pack(start, end);
+}
+
+/* Would a high-priority r yield to a normal prerequisite ticking in group
+ * `start`?  With `with_iv`, interval prerequisites count too. */
+static bool place_low(tk_world_t *w, const rec *r, int start, bool with_iv)
+{
+    struct tk__ticks *T = T_of(w);
+    const ext *x = ext_of(T, r);
+    int group = grp_of(r->grp);
+    for (uint32_t i = 0; x && i < x->n_pre; i++) {
+        rec *p = live_rec(w, x->pre[i]);
+        if (!p || x->pre_cycle[i] || p->state == TK_TICK_DISABLED)
+            continue;
+        if (!considered(grp_end(p->act), group) || grp_of(p->act) != start)
+            continue;
+        if (!with_iv && iv_of(T, p))
+            continue;
+        if (!((p->flags & RF_HIPRI) && !(p->flags & RF_LOWBAND)))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Every prerequisite of the function of frame `f` is placed: its own actual
+ * groups, band and depth.  It is dynamic (queued every frame, see the file
+ * header) only where a prerequisite can really move it: a dynamic one, or an
+ * interval one whose ticking would change its groups or band.  An interval
+ * prerequisite that cannot move it still orders it (depth), as any other.
+ */
 static void place_finish(tk_world_t *w, const wframe *f, rec *r, uint32_t epoch)
 {
     struct tk__ticks *T = T_of(w);
     ext *x = ext_of(T, r);
     uint8_t old_flags = f->old_flags;
     int group = grp_of(r->grp), endg = grp_end(r->grp);
-    int max_s = f->max_s, max_e = f->max_e;
-    bool low = false;
-    uint32_t depth = 0;
     bool hipri = (r->flags & RF_HIPRI) != 0;
-    if (f->dyn) {
+    uint8_t act = actual_groups(group, endg, f->max_s, f->max_e);
+    bool dyn = f->dyn;
+    bool low = false;
+    if (!dyn && f->iv) {
+        uint8_t act_iv = actual_groups(group, endg, TK_MAX(f->max_s, f->iv_s),
+                                       TK_MAX(f->max_e, f->iv_e));
+        dyn = act_iv != act;
+    }
+    if (!dyn && hipri) {
+        low = place_low(w, r, grp_of(act), true);
+        dyn = f->iv && low != place_low(w, r, grp_of(act), false);
+    }
+    if (dyn) {
         r->flags |= RF_DYNAMIC;
-        if (!(old_flags & RF_DYNAMIC))
+        if (!(old_flags & RF_DYNAMIC)) {
+            vpush(&T->dyn, slot_of(T, r));
             T->dyn_dirty = true;
+        }
         r->act = grp_pack(group, group);
         if (x) {
             x->depth = 0;
@@ -1860,28 +2551,12 @@ static void place_finish(tk_world_t *w, const wframe *f, rec *r, uint32_t epoch)
     }
     if (old_flags & RF_DYNAMIC)
         T->dyn_dirty = true;
-    int start = TK_MAX(max_s, group);
-    if (start != group)
-        while (!demotable(start))
-            start++;
-    int end = start, cand = TK_MAX(TK_MAX(max_e, endg), start);
-    for (int g = start + 1; g <= cand; g++)
-        if (demotable(g))
-            end = g;
-    /* Band and depth among considered prerequisites in the same group. */
-    for (uint32_t i = 0; x && i < x->n_pre; i++) {
-        rec *p = live_rec(w, x->pre[i]);
-        if (!p || x->pre_cycle[i] || p->state == TK_TICK_DISABLED)
-            continue;
-        if (!considered(grp_end(p->act), group) || grp_of(p->act) != start)
-            continue;
-        bool p_hi = (p->flags & RF_HIPRI) && !(p->flags & RF_LOWBAND);
-        if (hipri && !p_hi)
-            low = true;
-    }
+    int start = grp_of(act);
     if (low)
         r->flags |= RF_LOWBAND;
     int band = (hipri && !low) ? 0 : 1;
+    /* Depth among considered prerequisites in the same group and band. */
+    uint32_t depth = 0;
     for (uint32_t i = 0; x && i < x->n_pre; i++) {
         rec *p = live_rec(w, x->pre[i]);
         if (!p || x->pre_cycle[i] || p->state == TK_TICK_DISABLED)
@@ -1893,7 +2568,7 @@ static void place_finish(tk_world_t *w, const wframe *f, rec *r, uint32_t epoch)
             continue;
         depth = TK_MAX(depth, (p->ext ? T->exts[p->ext].depth : 0) + 1);
     }
-    r->act = grp_pack(start, end);
+    r->act = act;
     if (x) {
         x->depth = depth;
         x->mark_done = epoch;
@@ -1943,18 +2618,40 @@ static inline int band_of(const rec *r)
     return ((r->flags & RF_HIPRI) && !(r->flags & RF_LOWBAND)) ? 0 : 1;
 }
 
-/* Fast (derived) eligibility: ticks every frame from its lane with the
- * world's dt and no individual treatment. */
-static bool eligible(const struct tk__ticks *T, const rec *r)
+/* Every-frame derived eligibility: ticks every frame from its lane with the
+ * world's dt and no individual treatment (batch = false only keeps its entry
+ * out of batches). */
+static bool eligible_every(const struct tk__ticks *T, const rec *r)
 {
-    if (r->state != TK_TICK_ENABLED || (r->flags & (RF_DYNAMIC | RF_PAUSED)) ||
-        !(r->flags & RF_BATCH))
+    if (r->state != TK_TICK_ENABLED || (r->flags & (RF_DYNAMIC | RF_PAUSED)))
         return false;
     const ext *x = ext_of(T, r);
     return !x || (x->interval_ns == 0 && x->dilation == 1.0f);
 }
 
-/* Put a placed function in the right lane with the right bits. */
+/* A function cooling down on its own that could share a due set joins
+ * one (made in this upkeep, by lane, interval, due time and last tick). */
+static void migrate(tk_world_t *w, rec *r)
+{
+    struct tk__ticks *T = T_of(w);
+    ext *x = ext_of(T, r);
+    TK_ASSERT(x && x->wnode != NONE32 && !x->in_unpaused && !r->cohort);
+    uint64_t due = tk__wheel_due(&T->wheel_game, x->wnode);
+    tk__wheel_del(&T->wheel_game, x->wnode);
+    x->wnode = NONE32;
+    uint32_t *gid = group_find(T, r->lane, x->interval_ns, due, (uint64_t)x->last_iv_ns);
+    if (!*gid) {
+        uint32_t id = dset_new(T, r->lane, x->interval_ns, due, x->last_iv_ns);
+        T->dsets[id].wnode = tk__wheel_add(&T->wheel_sets, due, id);
+        *gid = id;
+    }
+    uint32_t id = *gid;
+    dset_add(T, id, r);
+    join_derived(w, r, id | COH_SET);
+}
+
+/* Put a placed function in the right lane with the right bits (between
+ * frames). */
 static void settle(tk_world_t *w, rec *r)
 {
     struct tk__ticks *T = T_of(w);
@@ -1963,24 +2660,49 @@ static void settle(tk_world_t *w, rec *r)
     uint32_t depth = (!(r->flags & RF_DYNAMIC) && x) ? x->depth : 0;
     uint32_t lid = lane_get(T, group, band_of(r), depth, r->cls);
     if (lid != r->lane) {
-        materialize(T, r);
+        /* A due set is one lane's: a member leaves it (and may join one in
+         * its new lane below). */
+        materialize(w, r);
         void *target = T->lanes[r->lane].targets[r->pos];
         lane_kill(T, r);
         lane_mark_dirty(T, r->lane);
         lane_append(T, lid, r, target);
     }
     lane *L = &T->lanes[r->lane];
-    bool el = eligible(T, r);
+    uint32_t pos = r->pos;
+    bit_put(L->solo, pos, !(r->flags & RF_BATCH));
+    if (eligible_every(T, r)) {
+        bit_set(L->act, pos);
+        bit_clr(L->spec, pos);
+        bit_clr(L->ivl, pos);
+        if (!r->cohort)
+            join_derived(w, r, r->lane);
+        return;
+    }
+    /* Every-frame functions with individual treatment are active too. */
     bool every = r->state == TK_TICK_ENABLED && !(r->flags & RF_DYNAMIC) && iv_of(T, r) == 0;
-    bit_put(L->act, r->pos, every);
-    bit_put(L->spec, r->pos, !el);
-    if (el && !r->cohort)
-        join_derived(T, r);
-    else if (!el && r->cohort)
-        materialize(T, r);
-    if (!el && r->state != TK_TICK_DISABLED)
-        ensure_ext(T, r);
-    if (r->state == TK_TICK_ENABLED && iv_of(T, r) && (!x || x->wnode == NONE32))
+    bit_put(L->act, pos, every);
+    x = ext_of(T, r);
+    bool member_ok = eligible_member(T, r);
+    if (r->cohort && !(member_ok && x->dset))
+        materialize(w, r);
+    x = ext_of(T, r);
+    L = &T->lanes[r->lane];
+    if (member_ok && x->dset) {
+        bit_clr(L->spec, pos);
+        bit_set(L->ivl, pos);
+        return;
+    }
+    bit_set(L->spec, pos);
+    bit_clr(L->ivl, pos);
+    if (member_ok && x->wnode != NONE32 && !x->in_unpaused) {
+        migrate(w, r);
+        return;
+    }
+    if (r->state != TK_TICK_DISABLED)
+        x = ensure_ext(T, r);
+    /* Enabled and not cooling yet: ticks first (StartFrame). */
+    if (r->state == TK_TICK_ENABLED && iv_of(T, r) && x->wnode == NONE32)
         vpush(&T->fresh, slot_of(T, r));
 }
 
@@ -2002,6 +2724,7 @@ static void upkeep(tk_world_t *w)
 {
     struct tk__ticks *T = T_of(w);
     memset(T->coh_cache, 0, sizeof T->coh_cache);
+    group_reset(T);
     if (T->dirty.n) {
         /* Expand to whole prerequisite components (registration-order DFS
          * over a component equals Unreal's walk restricted to it). */
@@ -2067,17 +2790,39 @@ static void upkeep(tk_world_t *w)
             settle(w, &T->recs[all->v[i]]);
         all->n = 0;
     }
-    for (size_t i = 0; i < T->dirty_lanes.n; i++)
-        lane_compact(T, T->dirty_lanes.v[i]);
-    T->dirty_lanes.n = 0;
+    /* Lanes: registration order is restored now (a lane runs in that
+     * order); dead entries go within COMPACT_BUDGET per frame (about 0.2 ms),
+     * so removing a level of millions costs no frame more than that. */
+    uint32_t budget = COMPACT_BUDGET;
+    size_t keep = 0;
+    for (size_t i = 0; i < T->dirty_lanes.n; i++) {
+        uint32_t lid = T->dirty_lanes.v[i];
+        lane_merge_tail(T, lid);
+        if (budget)
+            budget -= lane_compact_step(T, lid, budget);
+        if (lane_settled(&T->lanes[lid]))
+            T->lanes[lid].dirty = false;
+        else
+            T->dirty_lanes.v[keep++] = lid;
+    }
+    T->dirty_lanes.n = keep;
     check_invariants(T);
     if (T->dyn_dirty) {
+        /* Functions that became dynamic were appended; drop the others. */
         vec32 *d = &T->dyn;
-        d->n = 0;
-        for (size_t i = 0; i < T->n_recs; i++)
-            if (T->recs[i].state != RS_FREE && (T->recs[i].flags & RF_DYNAMIC))
-                vpush(d, (uint32_t)i);
+        size_t k = 0;
+        for (size_t i = 0; i < d->n; i++) {
+            rec *r = &T->recs[d->v[i]];
+            if (r->state != RS_FREE && (r->flags & RF_DYNAMIC))
+                d->v[k++] = d->v[i];
+        }
+        d->n = k;
         sort_by_seq(T, d->v, d->n);
+        k = 0;
+        for (size_t i = 0; i < d->n; i++)
+            if (k == 0 || d->v[k - 1] != d->v[i])
+                d->v[k++] = d->v[i];
+        d->n = k;
         T->dyn_dirty = false;
     }
     if (T->paused_dirty) {
@@ -2097,6 +2842,8 @@ static void upkeep(tk_world_t *w)
         p->n = k;
         T->paused_dirty = false;
     }
+    vtrim(&T->dirty);
+    vtrim(&T->stack);
 }
 
 
@@ -2201,8 +2948,126 @@ static void prof_tick(tk_world_t *w, tk_tick_id id, void *target, uint16_t cls, 
     w->prof.fn(w->prof.ud, &ev);
 }
 
-/* Execute one function individually (interval delta, dilation, counters). */
-static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame)
+/* ---- slow-tick detection (tk_world_set_slow_tick) ------------------------------------
+ *
+ * Functions ticked one by one are not timed one by one: the clock is read
+ * once per run of up to `k` of them (one lane, or consecutive functions of
+ * one class outside lanes), `k` sized from what the previous runs cost so
+ * that a run is expected to take an eighth of the threshold at most: cheap
+ * functions are timed 256 at a time (a clock read per 256 ticks), costly
+ * ones one by one (k = 1, where two reads cost nothing in comparison).  A
+ * run over the threshold names its function if it held one; otherwise it is
+ * reported like a batch (its first function, n > 1), and the lane (or the
+ * functions outside lanes) is timed one by one for its next SLOW_HOLD runs,
+ * so that a function that is slow again is named alone.  Batches are timed
+ * per call, as before. */
+
+typedef struct slowrun {
+    uint64_t t0;       /* ns, stats clock: start of the open run              */
+    bool t0_ok;        /* t0 is set (the end of the last timed thing)         */
+    uint32_t n;        /* functions in the open run; 0 = none open            */
+    uint32_t k;        /* functions per run                                   */
+    uint32_t cur_k;    /* the open run's limit (1 inside the focus)            */
+    uint32_t hold;     /* runs left with a focus                              */
+    uint32_t lo, hi;   /* focus: positions [lo, hi) are timed one by one      */
+    uint32_t pos0, pos; /* positions of the open run's first and last ones    */
+    tk_tick_id first;  /* the open run's first function                       */
+    void *target;      /* and its target                                      */
+    uint16_t cls;      /* its class                                           */
+} slowrun;
+
+static void slow_report(tk_world_t *w, tk_tick_id id, void *target, uint16_t cls, uint64_t ns,
+                        size_t n)
+{
+    struct tk__ticks *T = T_of(w);
+    if (T->slow_fn && T->slow_ns && ns > T->slow_ns)
+        T->slow_fn(T->slow_ud, id, target, cls, ns, n);
+}
+
+/* Start timing a lane's run (or the functions outside lanes: there
+ * positions are 0 and a focus covers all of them). */
+static inline void sr_init(slowrun *sr, uint16_t k, uint16_t hold, uint32_t lo, uint32_t hi)
+{
+    memset(sr, 0, sizeof *sr);
+    sr->k = k ? k : 1;
+    sr->hold = hold;
+    sr->lo = lo;
+    sr->hi = hi;
+}
+
+/* Close the open run: report it if slow, size the next ones. */
+static void sr_close(tk_world_t *w, slowrun *sr)
+{
+    if (!sr->n)
+        return;
+    struct tk__ticks *T = T_of(w);
+    uint64_t t1 = now_stats(w), ns = t1 - sr->t0;
+    if (T->slow_ns && ns > T->slow_ns) {
+        slow_report(w, sr->first, sr->target, sr->cls, ns, sr->n);
+        if (sr->n > 1) {
+            /* Time these one by one for a while, to name the slow one. */
+            sr->lo = sr->pos0;
+            sr->hi = sr->pos + 1;
+            sr->hold = SLOW_HOLD;
+        }
+    }
+    if (sr->cur_k > 1 || sr->k == 1) {
+        /* Size runs from what this one cost (a focused one says nothing
+         * about the rest). */
+        uint64_t avg = TK_MAX(ns / sr->n, 1), q = T->slow_ns / (8 * avg);
+        uint32_t k = 1;
+        while (k < SLOW_RUN_MAX && (uint64_t)k * 2 <= q)
+            k *= 2;
+        sr->k = k;
+    }
+    sr->t0 = t1;
+    sr->t0_ok = true;
+    sr->n = 0;
+}
+
+/* A function ticked one by one, at lane position `pos`, is about to run. */
+static inline void sr_before(tk_world_t *w, slowrun *sr, tk_tick_id id, void *target,
+                             uint16_t cls, uint32_t pos)
+{
+    bool focus = sr->hold && pos >= sr->lo && pos < sr->hi;
+    if (sr->n && (sr->cls != cls || focus))
+        sr_close(w, sr);
+    if (!sr->n) {
+        if (!sr->t0_ok) {
+            sr->t0 = now_stats(w);
+            sr->t0_ok = true;
+        }
+        sr->first = id;
+        sr->target = target;
+        sr->cls = cls;
+        sr->pos0 = pos;
+        sr->cur_k = focus ? 1 : sr->k;
+    }
+    sr->pos = pos;
+}
+
+static inline void sr_after(tk_world_t *w, slowrun *sr)
+{
+    if (++sr->n >= sr->cur_k)
+        sr_close(w, sr);
+}
+
+/* The lane's (or the extras') timing ends; its sizing and focus are kept. */
+static void sr_end(tk_world_t *w, slowrun *sr, uint16_t *k, uint16_t *hold, uint32_t *lo,
+                   uint32_t *hi)
+{
+    sr_close(w, sr);
+    *k = (uint16_t)sr->k;
+    *hold = (uint16_t)(sr->hold ? sr->hold - 1 : 0);
+    *lo = sr->lo;
+    *hi = sr->hi;
+}
+
+/* Execute one function individually (interval delta, dilation, counters).
+ * `sr` (slow-tick detection on) times it within a run, as the function at
+ * `pos` (its lane position in a lane run, 0 elsewhere). */
+static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame, slowrun *sr,
+                     uint32_t pos)
 {
     struct tk__ticks *T = T_of(w);
     ext *x = ensure_ext(T, r);
@@ -2240,34 +3105,45 @@ static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame)
         prof_feed(w, r->cls, r->level, (uint8_t)label, 1, s, target);
         single = prof_single(w, r->cls);
     }
-    if (T->slow_ns || single) {
-        uint16_t cls = r->cls, lv = r->level;
+    uint16_t cls = r->cls, lv = r->level;
+    if (sr)
+        sr_before(w, sr, id, target, cls, pos);
+    if (single) {
         uint64_t t0 = now_stats(w);
         c->fn(target, dt, &ctx);
         uint64_t ns = now_stats(w) - t0;
-        if (single)
-            prof_tick(w, id, target, cls, lv, label, t0, ns);
-        if (T->slow_ns && ns > T->slow_ns)
-            T->slow_fn(T->slow_ud, id, target, cls, ns, 1);
+        prof_tick(w, id, target, cls, lv, label, t0, ns);
     } else {
         c->fn(target, dt, &ctx);
     }
+    if (sr)
+        sr_after(w, sr);
 }
 
-/* Run a lane: active entries in order, fast runs batched.  Inlined twice,
- * with and without profiling, so that the plain path stays as it was. */
+/*
+ * Run a lane: active entries in order.  Runs of entries without individual
+ * treatment with the same dt (every-frame ones: the world's; due-set members:
+ * their set's) go to the class's batch function in one call, or, for a class
+ * without one and for batch = false entries, to its tick function one by
+ * one, reading only the entry's target and id.  Inlined four times (with and
+ * without profiling or tracing, with and without slow-tick detection) so that
+ * the plain path carries none of them.
+ */
 static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, uint32_t lid,
-                                                                const bool prof)
+                                                                const bool gen,
+                                                                const bool slow)
 {
     struct tk__ticks *T = T_of(w);
     lane *L = &T->lanes[lid];
     uint32_t n = L->n;
-    L->ran = fmark(w);
+    uint64_t F = fmark(w);
+    L->ran = F;
     if (n == 0)
         return;
     float dt = (float)tk_ns_to_s(w->dt_ns);
     L->prev_last_frame = L->last_frame;
     L->prev_last_dt = L->last_dt;
+    L->prev_accum = L->accum;
     L->runs++;
     L->accum += dt;
     L->last_frame = w->frame;
@@ -2275,12 +3151,23 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
     L->running = true;
     L->cur = 0;
     const tclass *c = &T->classes[L->cls];
+    tk_tick_fn fn = c->fn;
+    tk_tick_batch_fn fnb = c->fn_batch;
     tk_class_id cls = L->cls;
-    bool batch = c->fn_batch && !T->trace && !(prof && w->prof.each);
+    const bool prof = gen && w->prof_on;
+    tk_trace_fn trace = gen ? T->trace : NULL;
+    void *trace_ud = T->trace_ud;
+    bool batch = fnb && !trace && !(prof && w->prof.each);
     tk_group g = (tk_group)L->group;
     uint16_t lslot = L->level;
     const bool mixed = prof && L->lvl_mixed == 2;
+    bool ivl_now = L->ivl_mark == F, ivl_mixed = ivl_now && L->ivl_mixed;
+    float ivl_dt = L->ivl_dt;
     tk_tick_ctx ctx = {w, TK_TICK_NONE, w->frame, g, false};
+    slowrun sr;
+    if (slow)
+        sr_init(&sr, L->sl_k, L->sl_hold, L->sl_lo, L->sl_hi);
+    uint64_t ran = 0;
     uint32_t i = 0;
     while (i < n) {
         /* Next active entry. */
@@ -2294,94 +3181,178 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
             break;
         if (bit_get(L->spec, i)) {
             L->cur = i;
-            exec_one(w, &T->recs[L->idx[i]], g, false);
+            exec_one(w, &T->recs[id_slot(L->ids[i])], g, false, slow ? &sr : NULL, i);
             L = &T->lanes[lid]; /* callbacks may grow the lane arrays */
             i++;
             continue;
         }
-        /* A run of fast entries [i, j). */
+        /* A run [i, j) of active entries without individual treatment that
+         * agree on ivl (and, when batching, on solo). */
+        bool iv = bit_get(L->ivl, i);
+        bool solo = batch && bit_get(L->solo, i);
+        uint64_t ivx = iv ? 0 : ~0ull, sox = solo ? 0 : ~0ull;
         uint32_t j = i + 1;
         while (j < n) {
             uint32_t wi = j >> 6, b = j & 63;
-            uint64_t fast = (L->act[wi] & ~L->spec[wi]) >> b;
-            if (fast == (~0ull >> b)) {
+            uint64_t m = L->act[wi] & ~L->spec[wi] & (L->ivl[wi] ^ ivx);
+            if (batch)
+                m &= L->solo[wi] ^ sox;
+            m >>= b;
+            if (m == (~0ull >> b)) {
                 j = (wi + 1) << 6;
                 continue;
             }
-            j += (uint32_t)__builtin_ctzll(~fast);
+            j += (uint32_t)__builtin_ctzll(~m);
             break;
         }
         if (j > n)
             j = n;
-        if (batch) {
+        float rdt = dt;
+        if (iv) {
+            TK_ASSERT(ivl_now);
+            rdt = ivl_dt;
+            if (ivl_mixed) {
+                /* Due sets of this lane fired with different dts: cut the
+                 * run where the dt changes. */
+                rdt = member_dt(T, L->ids[i]);
+                uint32_t k = i + 1;
+                while (k < j && memcmp(&(float){member_dt(T, L->ids[k])}, &rdt, sizeof rdt) == 0)
+                    k++;
+                j = k;
+            }
+        }
+        if (batch && !solo) {
             if (mixed) {
                 /* Several levels in the lane: one run per level. */
-                lslot = T->recs[L->idx[i]].level;
+                lslot = T->recs[id_slot(L->ids[i])].level;
                 uint32_t k = i + 1;
-                while (k < j && T->recs[L->idx[k]].level == lslot)
+                while (k < j && T->recs[id_slot(L->ids[k])].level == lslot)
                     k++;
                 j = k;
             }
             if (prof)
-                prof_feed(w, cls, lslot, (uint8_t)g, j - i, L->idx[i], L->targets[i]);
+                prof_feed(w, cls, lslot, (uint8_t)g, j - i, id_slot(L->ids[i]), L->targets[i]);
             L->cur = j - 1;
-            w->fstats.ticks_run += j - i;
-            if (T->slow_ns) {
-                uint64_t t0 = now_stats(w);
-                c->fn_batch(L->targets + i, j - i, dt, &ctx);
-                uint64_t ns = now_stats(w) - t0;
-                if (ns > T->slow_ns)
-                    T->slow_fn(T->slow_ud, make_id(L->idx[i], T->recs[L->idx[i]].gen),
-                               L->targets[i], cls, ns, j - i);
+            ran += j - i;
+            ctx.self = TK_TICK_NONE;
+            if (slow) {
+                sr_close(w, &sr);
+                tk_tick_id first = L->ids[i];
+                void *target = L->targets[i];
+                uint64_t t0 = sr.t0_ok ? sr.t0 : now_stats(w);
+                fnb(L->targets + i, j - i, rdt, &ctx);
+                uint64_t t1 = now_stats(w);
+                slow_report(w, first, target, cls, t1 - t0, j - i);
+                sr.t0 = t1;
+                sr.t0_ok = true;
             } else {
-                c->fn_batch(L->targets + i, j - i, dt, &ctx);
+                fnb(L->targets + i, j - i, rdt, &ctx);
             }
+            L = &T->lanes[lid];
             i = j;
             continue;
         }
+        /* One by one: only the target and the id are read per entry.  A tick
+         * that changes tick functions (T->mut) may have cancelled or
+         * materialized a later entry, or moved the lane's arrays: from then
+         * on each entry's bits are read again. */
+        uint32_t mut = T->mut;
+        uint64_t *ids = L->ids;
+        void **tg = L->targets;
+        /* Slow-tick detection: the open run's count and limit in registers,
+         * synced with `sr` around anything that uses it. */
+        uint32_t sn = slow ? sr.n : 0, sk = slow ? sr.cur_k : 0;
+        bool hold = slow && sr.hold;
         for (; i < j; i++) {
-            if (!bit_get(L->act, i))
-                continue;
+            if (TK_UNLIKELY(T->mut != mut)) {
+                L = &T->lanes[lid];
+                ids = L->ids;
+                tg = L->targets;
+                if (!bit_get(L->act, i))
+                    continue; /* cancelled */
+                if (bit_get(L->spec, i)) {
+                    /* Materialized: counted individually. */
+                    L->cur = i;
+                    if (slow)
+                        sr.n = sn;
+                    exec_one(w, &T->recs[id_slot(ids[i])], g, false, slow ? &sr : NULL, i);
+                    if (slow) {
+                        sn = sr.n;
+                        sk = sr.cur_k;
+                        hold = sr.hold;
+                    }
+                    L = &T->lanes[lid];
+                    ids = L->ids;
+                    tg = L->targets;
+                    continue;
+                }
+            }
             L->cur = i;
-            uint32_t s = L->idx[i];
-            check_once(w, s);
-            ctx.self = make_id(s, T->recs[s].gen);
-            void *target = L->targets[i];
-            w->fstats.ticks_run++;
-            if (T->trace)
-                T->trace(T->trace_ud, ctx.self, target, g);
+            ctx.self = ids[i];
+            void *target = tg[i];
+            check_once(w, id_slot(ctx.self));
             bool single = false;
-            if (prof) {
-                if (mixed)
-                    lslot = T->recs[s].level;
-                prof_feed(w, cls, lslot, (uint8_t)g, 1, s, target);
-                single = prof_single(w, cls);
+            if (gen) {
+                if (trace)
+                    trace(trace_ud, ctx.self, target, g);
+                if (prof) {
+                    uint32_t s = id_slot(ctx.self);
+                    if (mixed)
+                        lslot = T->recs[s].level;
+                    prof_feed(w, cls, lslot, (uint8_t)g, 1, s, target);
+                    single = prof_single(w, cls);
+                }
             }
-            if (T->slow_ns || (prof && single)) {
+            if (slow && TK_UNLIKELY(sn == 0 || (hold && i >= sr.lo && i < sr.hi))) {
+                sr.n = sn;
+                sr_before(w, &sr, ctx.self, target, cls, i);
+                sn = sr.n;
+                sk = sr.cur_k;
+            }
+            if (gen && single) {
+                tk_tick_id id = ctx.self;
                 uint64_t t0 = now_stats(w);
-                c->fn(target, dt, &ctx);
-                uint64_t ns = now_stats(w) - t0;
-                if (prof && single)
-                    prof_tick(w, ctx.self, target, cls, lslot, g, t0, ns);
-                if (T->slow_ns && ns > T->slow_ns)
-                    T->slow_fn(T->slow_ud, ctx.self, target, cls, ns, 1);
+                fn(target, rdt, &ctx);
+                prof_tick(w, id, target, cls, lslot, g, t0, now_stats(w) - t0);
             } else {
-                c->fn(target, dt, &ctx);
+                fn(target, rdt, &ctx);
             }
-            L = &T->lanes[lid];
+            if (slow && TK_UNLIKELY(++sn >= sk)) {
+                sr.n = sn;
+                sr.pos = i;
+                sr_close(w, &sr);
+                sn = 0;
+                hold = sr.hold;
+            }
+            if (slow)
+                sr.pos = i;
+            ran++;
         }
+        if (slow)
+            sr.n = sn;
+        L = &T->lanes[lid];
     }
     L = &T->lanes[lid];
+    if (slow)
+        sr_end(w, &sr, &L->sl_k, &L->sl_hold, &L->sl_lo, &L->sl_hi);
     L->running = false;
     L->cur = L->n;
+    w->fstats.ticks_run += ran;
 }
 
 static void run_lane(tk_world_t *w, uint32_t lid)
 {
-    if (w->prof_on)
-        run_lane_impl(w, lid, true);
-    else
-        run_lane_impl(w, lid, false);
+    bool slow = T_of(w)->slow_ns != 0;
+    if (w->prof_on || T_of(w)->trace) {
+        if (slow)
+            run_lane_impl(w, lid, true, true);
+        else
+            run_lane_impl(w, lid, true, false);
+    } else if (slow) {
+        run_lane_impl(w, lid, false, true);
+    } else {
+        run_lane_impl(w, lid, false, false);
+    }
 }
 
 /* ---- per-frame queueing (dynamic and newly spawned functions) --------------------- */
@@ -2396,6 +3367,24 @@ static int xent_cmp(const void *a, const void *b)
     if (x->cls != y->cls)
         return x->cls < y->cls ? -1 : 1;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Has lane function p a task this frame that its lane has not run yet?  One
+ * disabled this frame while pending keeps it: Unreal's queued task stays and
+ * only finds the function disabled when it runs, so a function queued later
+ * this frame (newly spawned, dynamic) still waits for its groups.
+ */
+static bool lane_task(const tk_world_t *w, const rec *p)
+{
+    const struct tk__ticks *T = T_of(w);
+    const lane *L = &T->lanes[p->lane];
+    if (L->ran == fmark(w))
+        return false;
+    if (bit_get(L->act, p->pos))
+        return true;
+    const ext *px = ext_of(T, p);
+    return px && px->cancel == fmark(w);
 }
 
 /* Queued this frame through the extras path (not through a lane). */
@@ -2460,9 +3449,7 @@ static void queue_edge(tk_world_t *w, wframe *f, rec *r, rec *p, uint32_t i)
     } else {
         if (x->pre_cycle[i])
             return;
-        const lane *L = &T->lanes[p->lane];
-        bool task = bit_get(L->act, p->pos) && L->ran != F;
-        if (!task)
+        if (!lane_task(w, p))
             return;
         int pe = grp_end(p->act);
         if (!considered(pe, group))
@@ -2511,7 +3498,7 @@ static void queue_finish(tk_world_t *w, const wframe *f, rec *r, int ctxg)
                 pband = px->fband;
             } else {
                 const lane *L = &T->lanes[p->lane];
-                if (!bit_get(L->act, p->pos) || L->ran == F)
+                if (!lane_task(w, p))
                     continue;
                 ps = grp_of(p->act);
                 pe = grp_end(p->act);
@@ -2612,6 +3599,9 @@ static void run_extras(tk_world_t *w, int g, int band)
 {
     struct tk__ticks *T = T_of(w);
     uint64_t F = fmark(w);
+    slowrun sr;
+    sr_init(&sr, T->sl_kx, T->sl_holdx, 0, 1);
+    slowrun *srp = T->slow_ns ? &sr : NULL;
     for (size_t i = 0; i < T->n_xs[g]; i++) {
         xent e = T->xs[g][i];
         if (e.band != band)
@@ -2623,8 +3613,10 @@ static void run_extras(tk_world_t *w, int g, int band)
         x->done = F;
         if (r->state == TK_TICK_DISABLED)
             continue;
-        exec_one(w, r, (tk_group)g, false);
+        exec_one(w, r, (tk_group)g, false, srp, 0);
     }
+    if (srp && (sr.n || sr.t0_ok))
+        sr_end(w, srp, &T->sl_kx, &T->sl_holdx, &(uint32_t){0}, &(uint32_t){0});
 }
 
 static void run_group_body(tk_world_t *w, int g)
@@ -2665,6 +3657,16 @@ static void collect_due(void *ud, uint32_t payload, uint64_t due)
     T->exts[r->ext].wnode = NONE32; /* the wheel released the node */
     TK_GROW(T->dues, T->cap_dues, T->n_dues + 1);
     T->dues[T->n_dues++] = (dueent){due, r->seq, payload};
+}
+
+/* A due set came due (the wheel released its node). */
+static void collect_set(void *ud, uint32_t payload, uint64_t due)
+{
+    tk_world_t *w = ud;
+    struct tk__ticks *T = T_of(w);
+    (void)due;
+    T->dsets[payload].wnode = NONE32;
+    vpush(&T->tmp, payload);
 }
 
 static int due_cmp(const void *a, const void *b)
@@ -2708,15 +3710,43 @@ void tk__ticks_start_frame(tk_world_t *w)
         /* Overrun credit: the next due time keeps the long-run phase. */
         activate_interval(w, r, T->dues[i].due + T->exts[r->ext].interval_ns);
     }
-    /* Interval functions that are enabled but not cooling tick now. */
+    /* Due sets: one wheel entry each, whatever their size. */
+    vec32 *sets = &T->tmp;
+    sets->n = 0;
+    tk__wheel_advance(&T->wheel_sets, w->time_ns, collect_set, w);
+    for (size_t i = 0; i < sets->n; i++)
+        dset_fire(w, sets->v[i]);
+    /* Interval functions that are enabled but not cooling tick now; those
+     * that can share a due set start one per (lane, interval, last tick). */
+    group_reset(T);
+    sets->n = 0;
     for (size_t i = 0; i < T->fresh.n; i++) {
         rec *r = &T->recs[T->fresh.v[i]];
         ext *x = ext_of(T, r);
-        if (r->state != TK_TICK_ENABLED || !x || !x->interval_ns || x->wnode != NONE32)
+        if (r->state != TK_TICK_ENABLED || !x || !x->interval_ns || x->wnode != NONE32 ||
+            x->dset)
             continue;
-        activate_interval(w, r, clock_of(w, r) + x->interval_ns);
+        if (!eligible_member(T, r)) {
+            activate_interval(w, r, clock_of(w, r) + x->interval_ns);
+            continue;
+        }
+        uint32_t *gid = group_find(T, r->lane, x->interval_ns, (uint64_t)x->last_iv_ns, 0);
+        if (!*gid) {
+            /* Due now: firing makes it tick this frame, due again at now +
+             * interval. */
+            *gid = dset_new(T, r->lane, x->interval_ns, w->time_ns, x->last_iv_ns);
+            vpush(sets, *gid);
+        }
+        uint32_t id = *gid;
+        dset_add(T, id, r);
+        join_derived(w, r, id | COH_SET);
     }
+    for (size_t i = 0; i < sets->n; i++)
+        dset_fire(w, sets->v[i]);
+    sets->n = 0;
     T->fresh.n = 0;
+    vtrim(&T->fresh);
+    vtrim(&T->tmp);
 
     /* Functions whose groups depend on this frame: queue them as Unreal
      * does, every-frame ones first, then the due interval ones. */
@@ -2807,12 +3837,21 @@ void tk__ticks_run_group(tk_world_t *w, tk_group g)
 void tk__ticks_end_frame(tk_world_t *w)
 {
     struct tk__ticks *T = T_of(w);
+    for (size_t i = 0; i < T->fired.n; i++)
+        dset_unfire(w, T->fired.v[i]);
+    T->fired.n = 0;
     for (size_t i = 0; i < T->due_now.n; i++) {
         rec *r = &T->recs[T->due_now.v[i]];
         if (r->state != RS_FREE)
             bit_clr(T->lanes[r->lane].act, r->pos);
     }
     T->due_now.n = 0;
+    vtrim(&T->due_now);
+    if (T->cap_dues > 65536) {
+        tk_free(T->dues);
+        T->dues = NULL;
+        T->cap_dues = 0;
+    }
     for (size_t i = 0; i < T->newly.n; i++) {
         rec *r = &T->recs[T->newly.v[i]];
         if (r->state == RS_FREE || !(r->flags & RF_NEWLY))
@@ -2838,6 +3877,9 @@ void tk__ticks_pause_frame(tk_world_t *w)
     T->phase = PH_PAUSE;
     ensure_wheels(w);
     upkeep(w);
+    slowrun sr;
+    sr_init(&sr, T->sl_kx, T->sl_holdx, 0, 1);
+    slowrun *srp = T->slow_ns ? &sr : NULL;
     /* Cooling even_when_paused functions on unpaused time, in due order. */
     T->n_dues = 0;
     tk__wheel_advance(&T->wheel_unpaused, w->unpaused_ns, collect_due, w);
@@ -2850,7 +3892,7 @@ void tk__ticks_pause_frame(tk_world_t *w)
         ext *x = ext_of(T, r);
         x->was_interval = true;
         wheel_insert(w, r, T->dues[i].due + x->interval_ns);
-        exec_one(w, r, grp_of(r->grp), true);
+        exec_one(w, r, grp_of(r->grp), true, srp, 0);
     }
     /* Then the enabled ones (every frame, or interval not cooling yet). */
     size_t n = T->paused_fns.n;
@@ -2865,8 +3907,10 @@ void tk__ticks_pause_frame(tk_world_t *w)
             x->was_interval = true;
             wheel_insert(w, r, clock_of(w, r) + x->interval_ns);
         }
-        exec_one(w, r, grp_of(r->grp), true);
+        exec_one(w, r, grp_of(r->grp), true, srp, 0);
     }
+    if (srp && (sr.n || sr.t0_ok))
+        sr_end(w, srp, &T->sl_kx, &T->sl_holdx, &(uint32_t){0}, &(uint32_t){0});
     if (w->prof_on)
         prof_flush(w, now_stats(w));
     T->phase = PH_IDLE;
