@@ -55,6 +55,15 @@ static void teardown(void)
 
 static void frame(void) { ck_assert_int_eq(tk_engine_frame(E), 0); }
 
+/* An assertion for hot loops: Check reports every passing ck_assert to the
+ * parent process (a write per call), so loops over thousands of ticks a
+ * frame test plainly and fail through ck_abort_msg. */
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+
 static uint64_t rng_state;
 static uint32_t rnd(uint32_t n)
 {
@@ -105,7 +114,7 @@ static long g_iv_batched;       /* interval functions ticked in a batch of >= 2 
 static void tw_tick(void *target, float dt, tk_tick_ctx *ctx)
 {
     twin *t = target;
-    ck_assert_int_lt(g_ntw[t->side], TW_LOG);
+    CHECK(g_ntw[t->side] < TW_LOG, "more than %d ticks in a frame", TW_LOG);
     g_twlog[t->side][g_ntw[t->side]++] = (tw_rec){t->idx, (int)ctx->group, dt};
 }
 
@@ -225,11 +234,11 @@ static void tw_change(void)
 /* What the two sides ran this frame must be the same, in the same order. */
 static void tw_compare(int f)
 {
-    ck_assert_msg(g_ntw[0] == g_ntw[1], "frame %d: %d ticks batched, %d one by one", f,
+    CHECK(g_ntw[0] == g_ntw[1], "frame %d: %d ticks batched, %d one by one", f,
                   g_ntw[0], g_ntw[1]);
     for (int k = 0; k < g_ntw[0]; k++) {
         const tw_rec *a = &g_twlog[0][k], *b = &g_twlog[1][k];
-        ck_assert_msg(a->idx == b->idx && a->group == b->group &&
+        CHECK(a->idx == b->idx && a->group == b->group &&
                           memcmp(&a->dt, &b->dt, sizeof a->dt) == 0,
                       "frame %d tick %d: batched slot %d group %d dt %.9g, one by one slot %d "
                       "group %d dt %.9g",
@@ -239,9 +248,9 @@ static void tw_compare(int f)
         if (!g_sl[i].alive)
             continue;
         tk_tick_info x, y;
-        ck_assert_int_eq(tk_tick_get(W, g_tid[0][i], &x), 0);
-        ck_assert_int_eq(tk_tick_get(W, g_tid[1][i], &y), 0);
-        ck_assert_msg(x.ticks == y.ticks && x.last_frame == y.last_frame &&
+        CHECK(tk_tick_get(W, g_tid[0][i], &x) == 0, "slot %d", i);
+        CHECK(tk_tick_get(W, g_tid[1][i], &y) == 0, "slot %d", i);
+        CHECK(x.ticks == y.ticks && x.last_frame == y.last_frame &&
                           x.last_dt == y.last_dt && x.accum_dt == y.accum_dt &&
                           x.state == y.state && x.cooldown == y.cooldown &&
                           x.actual_group == y.actual_group,
@@ -846,7 +855,7 @@ START_TEST(lanes_compaction_over_frames_keeps_order)
         d.target = &t[i];
         d.level = i % EVERY == 0 ? TK_LEVEL_PERSISTENT : big;
         tk_tick_spec_default(&d.spec);
-        ck_assert_int_eq(tk_tick_register(W, &d, &ids[i]), 0);
+        CHECK(tk_tick_register(W, &d, &ids[i]) == 0, "register %d", i);
     }
     frame();
     int removed_upto = 0;
@@ -856,7 +865,7 @@ START_TEST(lanes_compaction_over_frames_keeps_order)
             int end = removed_upto + 50000 < N ? removed_upto + 50000 : N;
             for (int i = removed_upto; i < end; i++)
                 if (i % EVERY != 0)
-                    ck_assert_int_eq(tk_tick_unregister(W, ids[i]), 0);
+                    CHECK(tk_tick_unregister(W, ids[i]) == 0, "unregister %d", i);
             removed_upto = end;
         } else if (tk_level_name(W, big)) {
             ck_assert_uint_eq(tk_level_tick_count(W, big), 0);
@@ -880,18 +889,18 @@ START_TEST(lanes_compaction_over_frames_keeps_order)
          * registration order; the removed ones never. */
         uint64_t prev = 0;
         for (int i = 0; i < N; i += EVERY) {
-            ck_assert_uint_gt(t[i].last, base);
+            CHECK(t[i].last > base, "round %d: survivor %d did not tick", round, i);
             tk_tick_info info;
-            ck_assert_int_eq(tk_tick_get(W, ids[i], &info), 0);
-            ck_assert_int_eq(info.ticks, (uint64_t)t[i].ticks);
+            CHECK(tk_tick_get(W, ids[i], &info) == 0, "survivor %d", i);
+            CHECK(info.ticks == (uint64_t)t[i].ticks, "survivor %d: ticks", i);
             if (info.actual_group != TK_GROUP_PRE_PHYSICS)
                 continue;
-            ck_assert_uint_gt(t[i].last, prev);
+            CHECK(t[i].last > prev, "round %d: survivor %d out of order", round, i);
             prev = t[i].last;
         }
         for (int i = 0; i < removed_upto; i++)
             if (i % EVERY != 0)
-                ck_assert_uint_le(t[i].last, base);
+                CHECK(t[i].last <= base, "round %d: removed %d ticked", round, i);
     }
     ck_assert_ptr_null(tk_level_name(W, big));
     tk_tick_counts c;
