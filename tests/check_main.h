@@ -8,6 +8,15 @@
 #include <check.h>
 #include <stdlib.h>
 
+/* An assertion for hot loops: Check reports every passing ck_assert to the
+ * parent process (a write per call), so loops over thousands of items test
+ * plainly and fail through ck_abort_msg. */
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+
 #define TK_CHECK_MAIN(make_suite)                                                                  \
     int main(void)                                                                                 \
     {                                                                                              \

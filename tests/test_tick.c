@@ -1093,12 +1093,12 @@ static void deep_chain(double interval_of_last)
     tk_world_set_trace(W, NULL, NULL);
     actor **as = mk_many(BIG, cls, interval_of_last);
     for (size_t k = 0; k + 1 < BIG; k++)
-        ck_assert_int_eq(tk_tick_add_prerequisite(W, as[k]->id, as[k + 1]->id), 0);
+        CHECK((tk_tick_add_prerequisite(W, as[k]->id, as[k + 1]->id)) == (0), "k = %zu", k);
     frame();
     for (size_t k = 0; k < BIG; k++)
-        ck_assert_int_eq(as[k]->ticks, 1);
+        CHECK((as[k]->ticks) == (1), "k = %zu", k);
     for (size_t k = 0; k + 1 < BIG; k++)
-        ck_assert_int_gt(g_ran_at[k], g_ran_at[k + 1]);
+        CHECK((g_ran_at[k]) > (g_ran_at[k + 1]), "k = %zu", k);
     /* Closed into a cycle: the edge that closes it is dropped (one warning),
      * everything still ticks every frame. */
     ck_assert_int_eq(tk_tick_add_prerequisite(W, as[BIG - 1]->id, as[0]->id), 0);
@@ -1108,7 +1108,7 @@ static void deep_chain(double interval_of_last)
     ck_assert_int_eq(g_warns, 1);
     ck_assert_ptr_nonnull(strstr(g_lastlog, "cycle"));
     for (size_t k = 0; k < BIG; k++)
-        ck_assert_int_eq(as[k]->ticks, 3);
+        CHECK((as[k]->ticks) == (3), "k = %zu", k);
     tk_tick_info i;
     ck_assert_int_eq(tk_tick_get(W, as[BIG - 1]->id, &i), 0);
     ck_assert(i.cycle);
@@ -1145,19 +1145,19 @@ START_TEST(tick_many_dependents_of_one_linear)
     ck_assert_int_eq(tk_tick_class_register(W, &cd, &cls), 0);
     actor **as = mk_many(n, cls, 0);
     for (size_t k = 0; k + 1 < n; k++)
-        ck_assert_int_eq(tk_tick_add_prerequisite(W, as[k]->id, as[n - 1]->id), 0);
+        CHECK((tk_tick_add_prerequisite(W, as[k]->id, as[n - 1]->id)) == (0), "k = %zu", k);
     /* And one function with every other one as its prerequisite. */
     actor *all = mk("all");
     all->action_frame = 0;
     reg_full(all, C_A, TK_GROUP_PRE_PHYSICS, TK_GROUP_SAME, 0, NULL, 0, TK_LEVEL_PERSISTENT);
     for (size_t k = 0; k + 1 < n; k++)
-        ck_assert_int_eq(tk_tick_add_prerequisite(W, all->id, as[k]->id), 0);
+        CHECK((tk_tick_add_prerequisite(W, all->id, as[k]->id)) == (0), "k = %zu", k);
     frame();
     for (size_t k = 0; k + 1 < n; k++)
-        ck_assert_int_gt(g_ran_at[k], g_ran_at[n - 1]);
+        CHECK((g_ran_at[k]) > (g_ran_at[n - 1]), "k = %zu", k);
     /* Remove in registration order: each removal finds its edge at once. */
     for (size_t k = 0; k + 1 < n; k++)
-        ck_assert_int_eq(tk_tick_unregister(W, as[k]->id), 0);
+        CHECK((tk_tick_unregister(W, as[k]->id)) == (0), "k = %zu", k);
     frame();
     ck_assert_int_eq(as[n - 1]->ticks, 2);
     ck_assert_int_eq(all->ticks, 2);

@@ -55,15 +55,6 @@ static void teardown(void)
 
 static void frame(void) { ck_assert_int_eq(tk_engine_frame(E), 0); }
 
-/* An assertion for hot loops: Check reports every passing ck_assert to the
- * parent process (a write per call), so loops over thousands of ticks a
- * frame test plainly and fail through ck_abort_msg. */
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
 static uint64_t rng_state;
 static uint32_t rnd(uint32_t n)
 {
