@@ -22,7 +22,7 @@
  *
  * What it deliberately does not do: build the new world itself aside and
  * swap it in (the core has one world per engine): the apply (clear and
- * rebuild, about 0.5 s per million entities) is one long frame.
+ * rebuild, 0.5 - 3 s per million entities) is one long frame.
  */
 #include <dirent.h>
 #include <errno.h>
