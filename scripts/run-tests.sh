@@ -23,7 +23,9 @@ for t in "$@"; do
     fi
     continue
   fi
+  t0=$EPOCHREALTIME
   if ! "$t"; then failed+=("$t"); fi
+  awk -v t="$t" -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%s: %.1f s\n", t, b - a }'
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "FAILED ($label): ${failed[*]}" >&2

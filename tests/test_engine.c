@@ -79,6 +79,124 @@ static tk_engine_t *mk(double hz, double fixed)
     return e;
 }
 
+/* ---- a world built aside and swapped in ---------------------------------- */
+
+static int g_old_ticks, g_new_ticks, g_prof_events;
+
+static void old_tick(void *t, float dt, tk_tick_ctx *c)
+{
+    (void)t, (void)dt, (void)c;
+    g_old_ticks++;
+}
+
+static void new_tick(void *t, float dt, tk_tick_ctx *c)
+{
+    (void)t, (void)dt;
+    /* The function runs in the engine's world once swapped in. */
+    ck_assert_ptr_nonnull(tk_world_engine(c->world));
+    g_new_ticks++;
+}
+
+static void count_prof(void *ud, const tk_prof_event *ev)
+{
+    (void)ud, (void)ev;
+    g_prof_events++;
+}
+
+static void add_fn(tk_world_t *w, const char *cls_name, tk_tick_fn fn)
+{
+    tk_tick_class_desc cd = {cls_name, fn, NULL};
+    tk_class_id cls;
+    ck_assert_int_eq(tk_tick_class_register(w, &cd, &cls), 0);
+    tk_tick_desc td = {0};
+    td.cls = cls;
+    tk_tick_spec_default(&td.spec);
+    tk_tick_id id;
+    ck_assert_int_eq(tk_tick_register(w, &td, &id), 0);
+}
+
+START_TEST(engine_swap_world)
+{
+    g_old_ticks = g_new_ticks = g_prof_events = 0;
+    tk_engine_t *e = mk(0, 0.01);
+    tk_world_t *w0 = tk_engine_world(e);
+    add_fn(w0, "old", old_tick);
+    tk_profiler pr = {0};
+    pr.fn = count_prof;
+    ck_assert_int_eq(tk_world_set_profiler(w0, &pr), 0);
+    for (int i = 0; i < 5; i++)
+        tk_engine_frame(e);
+    ck_assert_int_eq(g_old_ticks, 5);
+    uint64_t serial = tk_world_serial(w0);
+
+    /* Built aside: its own clocks (restored), classes and functions. */
+    tk_world_t *w1;
+    ck_assert_int_eq(tk_world_new(1.0, &w1), 0);
+    ck_assert_ptr_null(tk_world_engine(w1));
+    ck_assert_int_eq(tk_world_restore_time(w1, 100, 2.0, 2.0, 2.0), 0);
+    add_fn(w1, "new", new_tick);
+    tk_world_settle(w1); /* optional: the first frame's upkeep, done aside */
+
+    /* A world owned by an engine is refused, and nothing changes. */
+    tk_world_t *old = NULL;
+    ck_assert_int_eq(tk_engine_swap_world(e, w0, &old), TK_EINVAL);
+    ck_assert_ptr_eq(tk_engine_world(e), w0);
+
+    ck_assert_int_eq(tk_engine_swap_world(e, w1, &old), 0);
+    ck_assert_ptr_eq(old, w0);
+    ck_assert_ptr_eq(tk_engine_world(e), w1);
+    ck_assert_ptr_null(tk_world_engine(w0));
+    ck_assert_ptr_eq(tk_world_engine(w1), e);
+    /* The serial goes on; the frame counter is the new world's. */
+    ck_assert_uint_eq(tk_world_serial(w1), serial);
+    ck_assert_uint_eq(tk_engine_frame_count(e), 100);
+    ck_assert(tk_world_profiling(w1));
+    ck_assert(!tk_world_profiling(w0));
+
+    int before = g_prof_events;
+    for (int i = 0; i < 3; i++)
+        tk_engine_frame(e);
+    ck_assert_int_eq(g_old_ticks, 5);
+    ck_assert_int_eq(g_new_ticks, 3);
+    ck_assert_uint_eq(tk_engine_frame_count(e), 103);
+    ck_assert_uint_eq(tk_world_serial(w1), serial + 3);
+    ck_assert_int_gt(g_prof_events, before);
+    ck_assert_uint_eq(tk_world_time_ns(w1), 2030000000ull);
+
+    /* The old world is one of its own: freed by its owner (any thread). */
+    tk_world_free(old);
+    tk_engine_free(e);
+}
+END_TEST
+
+START_TEST(engine_swap_world_keeps_owed_steps_while_paused)
+{
+    tk_engine_t *e = mk(0, 0.01);
+    tk_world_t *w0 = tk_engine_world(e);
+    tk_world_set_paused(w0, true);
+    ck_assert_int_eq(tk_world_step(w0, 4), 0);
+    tk_engine_frame(e);
+    ck_assert_uint_eq(tk_world_steps_pending(w0), 3);
+
+    tk_world_t *w1, *old;
+    ck_assert_int_eq(tk_world_new(1.0, &w1), 0);
+    tk_world_set_paused(w1, true);
+    ck_assert_int_eq(tk_engine_swap_world(e, w1, &old), 0);
+    ck_assert_uint_eq(tk_world_steps_pending(w1), 3);
+    ck_assert_uint_eq(tk_world_steps_pending(old), 0);
+    tk_world_free(old);
+
+    /* Into a running world the steps are dropped, as unpausing drops them. */
+    tk_world_t *w2;
+    ck_assert_int_eq(tk_world_new(1.0, &w2), 0);
+    ck_assert_int_eq(tk_engine_swap_world(e, w2, &old), 0);
+    ck_assert_uint_eq(tk_world_steps_pending(w2), 0);
+    tk_world_free(old);
+    tk_world_free(NULL);
+    tk_engine_free(e);
+}
+END_TEST
+
 START_TEST(engine_paces_from_previous_frame_start)
 {
     tk_engine_t *e = mk(10, 0);
@@ -582,6 +700,8 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, engine_steady_reanchors_instead_of_bursting);
     tcase_add_test(tc, engine_steady_catches_up_a_short_stall);
     tcase_add_test(tc, engine_pacing_switch_and_rate_change);
+    tcase_add_test(tc, engine_swap_world);
+    tcase_add_test(tc, engine_swap_world_keeps_owed_steps_while_paused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -141,6 +141,19 @@ int tk_engine_new(const tk_engine_desc *desc, tk_engine_t **out);
 void tk_engine_free(tk_engine_t *e);
 
 tk_world_t *tk_engine_world(tk_engine_t *e);
+
+/*
+ * Make `w` (a world of its own, tk_world_new) the engine's world, between
+ * frames; the engine's world until now is returned in *old, a world of its
+ * own (free it with tk_world_free, on any thread).  What belongs to the
+ * engine rather than to the simulation moves with the engine: the frame
+ * serial (it goes on, never rewinds), the stats clock, the last frame's
+ * statistics, the profiler, the trace and slow-tick hooks, and the steps
+ * owed to a paused world (kept if `w` is paused).  The levels, tick
+ * functions, timers, tickables, clocks, dilation, pause and user pointer are
+ * `w`'s.  TK_EINVAL (w owned by an engine), TK_ESTATE (inside a frame).
+ */
+int tk_engine_swap_world(tk_engine_t *e, tk_world_t *w, tk_world_t **old);
 tk_engine_t *tk_world_engine(tk_world_t *w);
 
 /* Run one frame, pacing first (0, or TK_ESTATE if stopped). */

@@ -126,6 +126,23 @@ uint64_t tk_world_step_stop(tk_world_t *w);
 
 /* ---- embedding --------------------------------------------------------- */
 
+/*
+ * A world of its own, without an engine: one built aside (e.g. from a
+ * snapshot, on another thread, while the engine's world runs) and then
+ * swapped in with tk_engine_swap_world.  Everything that takes a world works
+ * on it, except what needs an engine (tk_world_engine is NULL).  A world is
+ * used by one thread at a time.  tk_world_free frees one that no engine owns
+ * (after a swap, the old world), on any thread; NULL is a no-op.
+ */
+int tk_world_new(double dilation, tk_world_t **out);
+void tk_world_free(tk_world_t *w);
+/* Do now, between frames, the upkeep the next frame would start with
+ * (placing the tick functions registered or changed since the last frame),
+ * so that the first frame of a world built aside does not pay for it (a
+ * million restored functions: about a second).  Optional; any time between
+ * frames. */
+void tk_world_settle(tk_world_t *w);
+
 /* One pointer of the embedder's (the daemon's entity layer keeps itself
  * here so that tick functions can find it from ctx->world). */
 void tk_world_set_user(tk_world_t *w, void *user);

@@ -156,6 +156,23 @@ void tk_engine_free(tk_engine_t *e)
     tk_free(e);
 }
 
+int tk_engine_swap_world(tk_engine_t *e, tk_world_t *w, tk_world_t **old)
+{
+    if (!e || !w || !old)
+        return TK_EINVAL;
+    tk_world_t *o = e->world;
+    if (w == o || w->engine)
+        return tk__world_error(o, TK_EINVAL, "only a world of its own (tk_world_new) can be swapped in");
+    if (o->in_frame || w->in_frame)
+        return tk__world_error(o, TK_ESTATE, "worlds are swapped between frames only");
+    tk__world_adopt(w, o);
+    w->engine = e;
+    o->engine = NULL;
+    e->world = w;
+    *old = o;
+    return 0;
+}
+
 tk_world_t *tk_engine_world(tk_engine_t *e) { return e->world; }
 tk_engine_t *tk_world_engine(tk_world_t *w) { return w->engine; }
 

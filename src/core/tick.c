@@ -1580,6 +1580,15 @@ void tk_world_set_slow_tick(tk_world_t *w, uint64_t threshold_ns, tk_slow_tick_f
     T->slow_ud = ud;
 }
 
+void tk__ticks_move_hooks(tk_world_t *to, tk_world_t *from)
+{
+    struct tk__ticks *F = T_of(from);
+    tk_world_set_trace(to, F->trace, F->trace_ud);
+    tk_world_set_slow_tick(to, F->slow_ns, F->slow_fn, F->slow_ud);
+    tk_world_set_trace(from, NULL, NULL);
+    tk_world_set_slow_tick(from, 0, NULL, NULL);
+}
+
 void tk_world_set_tick_namer(tk_world_t *w, tk_tick_namer_fn fn, void *ud)
 {
     T_of(w)->namer = fn;
@@ -3691,6 +3700,13 @@ static void activate_interval(tk_world_t *w, rec *r, uint64_t next_due)
         bit_set(T->lanes[r->lane].act, r->pos);
         vpush(&T->due_now, slot_of(T, r));
     }
+}
+
+void tk_world_settle(tk_world_t *w)
+{
+    TK_ASSERT(w && !w->in_frame);
+    ensure_wheels(w);
+    upkeep(w);
 }
 
 void tk__ticks_start_frame(tk_world_t *w)

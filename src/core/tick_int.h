@@ -28,5 +28,7 @@ void tk__ticks_remove_level(tk_world_t *w, tk_level_id level);
 
 /* The profiler was installed or removed: reset the sampling state. */
 void tk__ticks_profiler_changed(tk_world_t *w);
+/* Move the trace and slow-tick hooks of `from` to `to` (tk_engine_swap_world). */
+void tk__ticks_move_hooks(tk_world_t *to, tk_world_t *from);
 
 #endif

@@ -216,6 +216,42 @@ void tk__world_free(tk_world_t *w)
     tk_free(w);
 }
 
+int tk_world_new(double dilation, tk_world_t **out)
+{
+    if (!out || !(isfinite(dilation) && dilation >= 0))
+        return TK_EINVAL;
+    return tk__world_new(NULL, dilation, out);
+}
+
+void tk_world_free(tk_world_t *w)
+{
+    if (!w)
+        return;
+    TK_ASSERT(!w->engine);
+    tk__world_free(w);
+}
+
+void tk__world_adopt(tk_world_t *to, tk_world_t *from)
+{
+    /* The serial goes on from where it was: a frame number never seen
+     * twice (tk_world_serial), whatever the new world's frame counter. */
+    to->serial = from->serial;
+    to->stats_clock = from->stats_clock;
+    to->stats_clock_ud = from->stats_clock_ud;
+    to->fstats = from->fstats;
+    to->frame_paused = from->frame_paused;
+    /* Steps asked for (world.step) are still owed while the new world is
+     * paused; tk_world_set_paused(false) would drop them, so does this. */
+    to->steps = to->paused ? from->steps : 0;
+    from->steps = 0;
+    if (from->prof_on) {
+        tk_profiler p = from->prof;
+        tk_world_set_profiler(from, NULL);
+        tk_world_set_profiler(to, &p);
+    }
+    tk__ticks_move_hooks(to, from);
+}
+
 /* ---- time -------------------------------------------------------------- */
 
 int tk_world_set_time_dilation(tk_world_t *w, double value, double *applied)

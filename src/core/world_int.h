@@ -73,6 +73,8 @@ int tk__world_error(tk_world_t *w, int code, const char *fmt, ...)
 /* Create / free a world (the engine owns it). */
 int tk__world_new(tk_engine_t *e, double dilation, tk_world_t **out);
 void tk__world_free(tk_world_t *w);
+/* What belongs to the engine moves from `from` to `to` (tk_engine_swap_world). */
+void tk__world_adopt(tk_world_t *to, tk_world_t *from);
 
 /* One world tick with the raw dt (step 4 of a frame, engine.h). */
 void tk__world_tick(tk_world_t *w, uint64_t raw_dt_ns);

@@ -61,10 +61,16 @@ static void on_slow_tick(void *ud, tk_tick_id id, void *target, tk_class_id cls,
     tkd_server_publish(d->srv, TKD_TOPIC_SLOW_TICK, p);
 }
 
+/* Set on the thread that runs frames and owns the event loop. */
+static _Thread_local bool t_frame_thread;
+
+/* Warnings and errors to `log` subscribers.  Only the frame thread's: the
+ * server is not touched from other threads (a world.load building aside,
+ * saves); theirs are in the log all the same. */
 static void on_log_forward(void *ud, tk_log_level level, const char *msg)
 {
     tkd *d = ud;
-    if (!d->srv || !subscribed(d, TKD_TOPIC_LOG))
+    if (!t_frame_thread || !d->srv || !subscribed(d, TKD_TOPIC_LOG))
         return;
     json_t *p = json_object();
     json_object_set_new(p, "level", json_string(tk_log_level_name(level)));
@@ -614,6 +620,7 @@ int tkd_init(tkd *d, char *err, size_t errlen)
     event_add(d->sig_hup, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    t_frame_thread = true;
     tkd_logging_set_forward(on_log_forward, d);
     tk_ticker_add(d->engine, 1.0, stats_tick, d, &d->stats_ticker);
     tk_log_info("tickd %s ready: socket %s%s%s, %g Hz%s, %zu level%s", TKD_VERSION,

@@ -108,11 +108,14 @@ bool tkd_method_exists(const char *name);
 /* May clients of the read-only socket call it? */
 bool tkd_method_readonly(const char *name);
 
-/* Timer actions, for snapshots: check one, read a timer's, restore a timer. */
+/* Timer actions, for snapshots: check one, read a timer's, restore a timer
+ * into world `w` (the daemon's, or one built aside for world.load: then on
+ * the loading thread, which touches nothing of `d` but keeps the pointer). */
 int tkd_action_check(const json_t *action, char *why, size_t len);
 json_t *tkd_timer_action(tkd *d, tk_timer_handle h);
-int tkd_timer_restore(tkd *d, tk_timer_handle h, double rate, bool loop, tk_timer_status status,
-                      double remaining, uint64_t fired, const json_t *action);
+int tkd_timer_restore(tkd *d, tk_world_t *w, tk_timer_handle h, double rate, bool loop,
+                      tk_timer_status status, double remaining, uint64_t fired,
+                      const json_t *action);
 
 /* A request or (action) a timer action took `ns` executing `method`
  * (tkd_exec calls this): remember it for the lag log, and if it is over

@@ -1706,8 +1706,9 @@ json_t *tkd_timer_action(tkd *d, tk_timer_handle h)
     return ta->action ? json_incref(ta->action) : NULL;
 }
 
-int tkd_timer_restore(tkd *d, tk_timer_handle h, double rate, bool loop, tk_timer_status status,
-                      double remaining, uint64_t fired, const json_t *action)
+int tkd_timer_restore(tkd *d, tk_world_t *w, tk_timer_handle h, double rate, bool loop,
+                      tk_timer_status status, double remaining, uint64_t fired,
+                      const json_t *action)
 {
     timer_action *ta = tk_calloc(1, sizeof *ta);
     ta->d = d;
@@ -1719,7 +1720,7 @@ int tkd_timer_restore(tkd *d, tk_timer_handle h, double rate, bool loop, tk_time
     td.fn = action_fire;
     td.ud = ta;
     td.free_ud = action_free;
-    int rc = tk_timer_restore(d->world, &td, h, status, remaining, fired);
+    int rc = tk_timer_restore(w, &td, h, status, remaining, fired);
     if (rc)
         action_free(ta);
     return rc;

@@ -1163,26 +1163,28 @@ static void clear_world(tkd *d)
     }
 }
 
-static tk_tick_id fn_tick(tkd *d, tks_id id, int comp)
+static tk_tick_id fn_tick(const tks_sim *sim, tks_id id, int comp)
 {
-    const tks_entity *e = tks_entity_get(d->sim, id);
+    const tks_entity *e = tks_entity_get(sim, id);
     return e ? tks_entity_tick(e, comp) : TK_TICK_NONE;
 }
 
-static int apply(tkd *d, const doc_in *in, char *err, size_t errlen)
+/* Restore a checked document into `sim`, whose world has no entity, timer,
+ * tickable or level but the persistent one: the daemon's (after clear_world,
+ * frame thread) or one built aside (tks_new_aside, the loading thread). */
+static int apply(tkd *d, tks_sim *sim, const doc_in *in, char *err, size_t errlen)
 {
-    clear_world(d);
-    if (tk_world_restore_time(d->world, in->frame, in->world_time, in->unpaused_time,
+    tk_world_t *w = tks_world(sim);
+    if (tk_world_restore_time(w, in->frame, in->world_time, in->unpaused_time,
                               in->real_time) != 0) {
-        snprintf(err, errlen, "cannot restore the clocks: %s", tk_world_last_error(d->world));
+        snprintf(err, errlen, "cannot restore the clocks: %s", tk_world_last_error(w));
         return -32603;
     }
-    tk_world_set_time_dilation(d->world, in->dilation > 0 ? in->dilation : 1.0, NULL);
-    tk_world_set_paused(d->world, in->paused);
+    tk_world_set_time_dilation(w, in->dilation > 0 ? in->dilation : 1.0, NULL);
+    tk_world_set_paused(w, in->paused);
     char serr[TKS_ERR_MAX];
     for (size_t i = 0; i < in->n_levels; i++) {
-        if (strcmp(in->levels[i], "persistent") != 0 &&
-            tks_level_add(d->sim, in->levels[i], serr)) {
+        if (strcmp(in->levels[i], "persistent") != 0 && tks_level_add(sim, in->levels[i], serr)) {
             snprintf(err, errlen, "$.levels[%zu]: %s", i, serr);
             return -32603;
         }
@@ -1190,14 +1192,14 @@ static int apply(tkd *d, const doc_in *in, char *err, size_t errlen)
     for (size_t k = 0; k < in->n_timers; k++) {
         uint32_t i = in->timer_order[k];
         const timer_in *t = &in->timers[i];
-        if (tkd_timer_restore(d, t->handle, t->rate, t->loop, t->status, t->remaining, t->fired,
-                              t->action) != 0) {
-            snprintf(err, errlen, "$.timers[%u]: %s", i, tk_world_last_error(d->world));
+        if (tkd_timer_restore(d, w, t->handle, t->rate, t->loop, t->status, t->remaining,
+                              t->fired, t->action) != 0) {
+            snprintf(err, errlen, "$.timers[%u]: %s", i, tk_world_last_error(w));
             return -32603;
         }
     }
     for (size_t i = 0; i < in->n_ents; i++) {
-        if (tks_restore_entity(d->sim, &in->ents[i].r, serr)) {
+        if (tks_restore_entity(sim, &in->ents[i].r, serr)) {
             snprintf(err, errlen, "$.entities[%zu]: %s", i, serr);
             return -32603;
         }
@@ -1206,25 +1208,25 @@ static int apply(tkd *d, const doc_in *in, char *err, size_t errlen)
         const ent_in *en = &in->ents[i];
         for (int c = -1; c < (int)en->r.n_components; c++) {
             const fn_in *fi = c < 0 ? &en->fn : &en->comp_fn[c];
-            tk_tick_id t = fn_tick(d, en->r.id, c);
+            tk_tick_id t = fn_tick(sim, en->r.id, c);
             for (size_t k = 0; k < fi->n_pre && t != TK_TICK_NONE; k++)
-                tk_tick_add_prerequisite(d->world, t, fn_tick(d, fi->pre[k].id, fi->pre[k].comp));
+                tk_tick_add_prerequisite(w, t, fn_tick(sim, fi->pre[k].id, fi->pre[k].comp));
         }
     }
-    tks_restore_done(d->sim);
+    tks_restore_done(sim);
     for (size_t i = 0; i < in->n_tickables; i++) {
         const tickable_in *t = &in->tickables[i];
         tk_tickable_desc desc = {0};
         desc.type = t->type;
         desc.enabled = t->enabled;
         desc.when_paused = t->when_paused;
-        if (tks_tickable_restore(d->sim, t->cls, &desc, t->props, t->n_props, t->id, t->ticks,
+        if (tks_tickable_restore(sim, t->cls, &desc, t->props, t->n_props, t->id, t->ticks,
                                  t->last_frame, t->accum_dt, serr)) {
             snprintf(err, errlen, "$.tickables[%zu]: %s", i, serr);
             return -32603;
         }
     }
-    tks_set_next_id(d->sim, in->next_id);
+    tks_set_next_id(sim, in->next_id);
     return 0;
 }
 
@@ -1245,7 +1247,8 @@ static int check_and_apply(tkd *d, const json_t *doc, const ent_text *et, char *
     } else {
         /* Everything apply() can fail on was checked above: it does not
          * fail on a checked document. */
-        rc = apply(d, &in, err, errlen);
+        clear_world(d);
+        rc = apply(d, d->sim, &in, err, errlen);
         if (rc)
             tk_log_error("snapshot load failed half-way (a bug): %s", err);
     }
@@ -1734,13 +1737,14 @@ static int load_read(const parse_env *env, loaded *L, char *err, size_t errlen)
     return 0;
 }
 
-/* Make the world what a read document describes (frame thread). */
+/* Make the world what a read document describes, in place (frame thread). */
 static int load_apply(tkd *d, loaded *L, json_t **info, char *err, size_t errlen)
 {
     char e2[TKD_ERR_MAX];
     /* Everything apply() can fail on was checked: it does not fail on a
      * checked document. */
-    int rc = apply(d, &L->in, e2, sizeof e2);
+    clear_world(d);
+    int rc = apply(d, d->sim, &L->in, e2, sizeof e2);
     if (rc) {
         tk_log_error("snapshot load failed half-way (a bug): %s", e2);
         snprintf(err, errlen, "%s: %s", L->path, e2);
@@ -1769,11 +1773,17 @@ int tkd_snapshot_load(tkd *d, const char *param, json_t **info, char *err, size_
 
 /* ---- loading aside ----------------------------------------------------------------------
  *
- * world.load on the socket: the file is read, parsed and checked by a thread
- * of its own (load_read reads only the class table, fixed since start, and
- * copies of what else it needs), while frames run and requests are served;
- * the frame thread polls it at frame boundaries and applies it there.  The
- * reader allocates with malloc (thread-safe) and logs nothing.
+ * world.load on the socket builds the whole new world aside: a thread of its
+ * own reads, parses and checks the file (load_read reads only the class
+ * table, fixed since start, and copies of what else it needs), then restores
+ * it into a sim and world of their own (tks_new_aside, made on the frame
+ * thread when the load starts), while frames run and requests are served.
+ * The frame thread polls it at frame boundaries and swaps the new world in
+ * (tks_swap: a few pointers); the old world and what the load read are
+ * freed by another thread.  A load that fails, at any point, leaves the
+ * running world as it was.  The thread allocates with malloc (thread-safe);
+ * what it logs (class hooks, prerequisite cycles in the file) goes to the
+ * log, not to `log` subscribers (daemon.c: on_log_forward).
  */
 struct tkd_snapload {
     pthread_t th;
@@ -1781,9 +1791,12 @@ struct tkd_snapload {
     parse_env env;
     tkp_ctx ctx;
     loaded L;
+    tkd *d;               /* kept in restored timers' actions, not read    */
+    tks_sim *aside;       /* the new world, built by the thread            */
+    tks_sim *old;         /* the world it replaced, to free                */
     int rc;
     char err[TKD_ERR_MAX];
-    uint64_t read_ns;
+    uint64_t read_ns, build_ns;
 };
 
 static void *load_thread(void *arg)
@@ -1791,7 +1804,26 @@ static void *load_thread(void *arg)
     tkd_snapload *l = arg;
     uint64_t t0 = tk_clock_now_ns();
     l->rc = load_read(&l->env, &l->L, l->err, sizeof l->err);
-    l->read_ns = tk_clock_now_ns() - t0;
+    uint64_t t1 = tk_clock_now_ns();
+    l->read_ns = t1 - t0;
+    if (!l->rc && atomic_load_explicit(&l->cancel, memory_order_relaxed)) {
+        snprintf(l->err, sizeof l->err, "%s: the daemon is shutting down", l->L.path);
+        l->rc = -32004;
+    }
+    if (!l->rc) {
+        char e2[TKD_ERR_MAX];
+        /* A checked document does not fail to apply: a failure here is a
+         * bug, and it costs nothing but this load. */
+        int rc = apply(l->d, l->aside, &l->L.in, e2, sizeof e2);
+        if (rc) {
+            snprintf(l->err, sizeof l->err, "%.255s: %.200s (the world is unchanged)", l->L.path, e2);
+            l->rc = rc;
+        } else {
+            /* What its first frame would start with, done here. */
+            tk_world_settle(tks_world(l->aside));
+        }
+        l->build_ns = tk_clock_now_ns() - t1;
+    }
     atomic_store_explicit(&l->done, true, memory_order_release);
     return NULL;
 }
@@ -1809,6 +1841,8 @@ int tkd_snapshot_load_start(tkd *d, const char *param, tkd_snapload **out, char 
     tks_check_ctx(d->sim, &l->ctx);
     l->env.ctx = &l->ctx;
     l->env.cancel = &l->cancel;
+    l->d = d;
+    l->aside = tks_new_aside(d->sim);
     atomic_init(&l->done, false);
     atomic_init(&l->cancel, false);
     /* Signals stay with the frame thread (libevent's handlers). */
@@ -1819,6 +1853,7 @@ int tkd_snapshot_load_start(tkd *d, const char *param, tkd_snapload **out, char 
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (prc != 0) {
         snprintf(err, errlen, "cannot start the loading thread: %s", strerror(prc));
+        tks_free(l->aside);
         tk_free(l);
         return -32603;
     }
@@ -1833,20 +1868,28 @@ bool tkd_snapshot_load_done(const tkd_snapload *l)
 
 const char *tkd_snapshot_load_path(const tkd_snapload *l) { return l->L.path; }
 
-/* What a load read is freed by a thread of its own too (a million
- * entities' parse is a third of a second of free()). */
+/* What a load read, the world it replaced (or the one it built, if it
+ * failed) are freed by a thread of its own: a million entities' parse is a
+ * third of a second of free(), their world more. */
 static atomic_int frees_running; /* free_thread()s not yet done */
+
+static void free_load(tkd_snapload *l)
+{
+    loaded_free(&l->L);
+    tks_free(l->aside);
+    tks_free(l->old);
+    tk_free(l);
+}
 
 static void *free_thread(void *arg)
 {
-    tkd_snapload *l = arg;
-    loaded_free(&l->L);
-    tk_free(l);
+    free_load(arg);
     atomic_fetch_sub(&frees_running, 1);
     return NULL;
 }
 
-/* Before exit: nothing left half-freed (leak checkers, valgrind). */
+/* Before exit: nothing left half-freed (leak checkers, valgrind; the old
+ * world's class hooks run before the plugins are closed). */
 static void wait_frees(void)
 {
     while (atomic_load(&frees_running) > 0)
@@ -1866,8 +1909,10 @@ static void free_aside(tkd_snapload *l)
     int rc = pthread_create(&th, &at, free_thread, l);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&at);
-    if (rc != 0)
-        free_thread(l);
+    if (rc != 0) {
+        atomic_fetch_sub(&frees_running, 1);
+        free_load(l);
+    }
 }
 
 int tkd_snapshot_load_finish(tkd *d, tkd_snapload *l, json_t **info, char *err, size_t errlen)
@@ -1875,12 +1920,21 @@ int tkd_snapshot_load_finish(tkd *d, tkd_snapload *l, json_t **info, char *err, 
     pthread_join(l->th, NULL);
     int rc = l->rc;
     if (rc) {
+        if (rc == -32603)
+            tk_log_error("world.load failed after its checks (a bug): %s", l->err);
         snprintf(err, errlen, "%s", l->err);
     } else {
         uint64_t t0 = tk_clock_now_ns();
-        rc = load_apply(d, &l->L, info, err, errlen);
-        tk_log_debug("world.load: %s read and checked aside in %.1f ms, applied in %.1f ms",
-                     l->L.path, (double)l->read_ns / 1e6, (double)(tk_clock_now_ns() - t0) / 1e6);
+        l->old = d->sim;
+        d->sim = tks_swap(l->old, l->aside);
+        d->world = tks_world(d->sim);
+        l->aside = NULL;
+        if (info)
+            *info = info_json(l->L.path, l->L.len, &l->L.counts);
+        tk_log_debug("world.load: %s read and checked aside in %.1f ms, built in %.1f ms, "
+                     "swapped in in %.3f ms",
+                     l->L.path, (double)l->read_ns / 1e6, (double)l->build_ns / 1e6,
+                     (double)(tk_clock_now_ns() - t0) / 1e6);
     }
     free_aside(l);
     return rc;
@@ -1890,8 +1944,7 @@ void tkd_snapshot_load_cancel(tkd_snapload *l)
 {
     atomic_store_explicit(&l->cancel, true, memory_order_relaxed);
     pthread_join(l->th, NULL);
-    loaded_free(&l->L);
-    tk_free(l);
+    free_load(l);
 }
 
 /* ---- stale temporary files ------------------------------------------------------------------ */

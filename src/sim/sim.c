@@ -45,17 +45,23 @@ static bool compact_tick(void *ud, double dt)
     return true;
 }
 
-tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg)
+static tks_sim *sim_alloc(tk_engine_t *engine, tk_world_t *w, const tks_config *cfg)
 {
     tks_sim *s = tk_calloc(1, sizeof *s);
     s->engine = engine;
-    s->w = tk_engine_world(engine);
+    s->w = w;
     s->next_id = 1;
     s->max_entities = cfg && cfg->max_entities ? cfg->max_entities : UINT64_MAX;
     s->max_tick_functions = cfg && cfg->max_tick_functions ? cfg->max_tick_functions : UINT64_MAX;
     s->max_template_bytes = cfg && cfg->max_template_bytes ? cfg->max_template_bytes : UINT64_MAX;
     tk_world_set_user(s->w, s);
     tk_world_set_tick_namer(s->w, tick_namer, s);
+    return s;
+}
+
+tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg)
+{
+    tks_sim *s = sim_alloc(engine, tk_engine_world(engine), cfg);
     for (size_t i = 0; i < tks_n_builtin_classes; i++) {
         char err[TKS_ERR_MAX];
         if (tks_register_class(s, tks_builtin_classes[i], "built-in", err) != 0) {
@@ -67,11 +73,60 @@ tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg)
     return s;
 }
 
+tks_sim *tks_new_aside(const tks_sim *like)
+{
+    tk_world_t *w;
+    TKS_ALWAYS(tk_world_new(1.0, &w) == 0);
+    tks_config cfg = {like->max_entities, like->max_tick_functions, like->max_template_bytes};
+    tks_sim *s = sim_alloc(NULL, w, &cfg);
+    s->own_world = true;
+    /* The same classes in the same order: the same core class ids, the same
+     * names in messages, the same hooks. */
+    for (size_t i = 0; i < like->n_classes; i++) {
+        char err[TKS_ERR_MAX];
+        const tks_class *c = like->classes[i];
+        if (tks_register_class(s, c->p, c->origin, err) != 0) {
+            tk_log_error("cannot register class '%s' aside: %s", c->name, err);
+            abort();
+        }
+    }
+    s->on_destroy = like->on_destroy;
+    s->on_destroy_ud = like->on_destroy_ud;
+    return s;
+}
+
+tks_sim *tks_swap(tks_sim *live, tks_sim *aside)
+{
+    TKS_ALWAYS(live->engine && !aside->engine && aside->own_world);
+    tk_world_t *old;
+    TKS_ALWAYS(tk_engine_swap_world(live->engine, aside->w, &old) == 0 && old == live->w);
+    aside->engine = live->engine;
+    aside->own_world = false;
+    tk_ticker_remove(live->engine, live->compactor);
+    TKS_ALWAYS(tk_ticker_add(aside->engine, 0, compact_tick, aside, &aside->compactor) == 0);
+    live->engine = NULL;
+    live->own_world = true;
+    /* Limits may have been reloaded since the copy was made. */
+    aside->max_entities = live->max_entities;
+    aside->max_tick_functions = live->max_tick_functions;
+    aside->max_template_bytes = live->max_template_bytes;
+    aside->on_destroy = live->on_destroy;
+    aside->on_destroy_ud = live->on_destroy_ud;
+    live->on_destroy = NULL;
+    /* The plugin libraries stay loaded as long as the live sim runs their code. */
+    aside->handles = live->handles;
+    aside->n_handles = live->n_handles;
+    live->handles = NULL;
+    live->n_handles = 0;
+    return aside;
+}
+
 void tks_free(tks_sim *s)
 {
     if (!s)
         return;
-    tk_ticker_remove(s->engine, s->compactor);
+    if (s->engine)
+        tk_ticker_remove(s->engine, s->compactor);
     /* Our tickables first: their cleanup needs the classes freed below. */
     for (size_t i = 0; i < s->n_tickables; i++)
         tk_tickable_remove(s->w, s->tickables[i]);
@@ -90,12 +145,20 @@ void tks_free(tks_sim *s)
     tks__ids_free(s);
     tk_free(s->share);
     tk_free(s->level_counts);
+    /* A world of its own goes first: its tick functions, timers and
+     * tickables point into the stores freed below. */
+    if (s->own_world) {
+        tk_world_set_user(s->w, NULL);
+        tk_world_free(s->w);
+        s->w = NULL;
+    }
     for (size_t i = 0; i < s->n_classes; i++) {
         tks__store_fini(&s->classes[i]->store);
         tk_free(s->classes[i]);
     }
     tk_free(s->classes);
-    tk_world_set_user(s->w, NULL);
+    if (s->w)
+        tk_world_set_user(s->w, NULL);
     for (size_t i = 0; i < s->n_handles; i++)
         dlclose(s->handles[i]);
     tk_free(s->handles);

@@ -114,6 +114,21 @@ typedef struct tks_config {
 
 tks_sim *tks_new(tk_engine_t *engine, const tks_config *cfg);
 void tks_free(tks_sim *s);
+
+/*
+ * Building a world aside (world.load).  tks_new_aside makes a sim on a world
+ * of its own (tk_world_new) with the classes and limits of `like`, which it
+ * only reads (its class table is fixed once plugins are loaded), so it may
+ * run on another thread while `like` runs frames.  Restore into it with the
+ * tks_restore_* calls and tkd's timer restore, on that one thread; class
+ * check/create hooks run there (plugin.h).  tks_swap, between frames on the
+ * frame thread, makes it the engine's (tk_engine_swap_world), gives it the
+ * core-ticker pass and the plugin libraries, and returns it; `live` is left
+ * detached with the old world: tks_free it, on any thread (its classes'
+ * destroy hooks run there).
+ */
+tks_sim *tks_new_aside(const tks_sim *like);
+tks_sim *tks_swap(tks_sim *live, tks_sim *aside);
 void tks_set_max_entities(tks_sim *s, uint64_t max);
 /* Limits a spawn is checked against before it creates anything (-32003,
  * naming the key): world.max_tick_functions and world.max_template_bytes. */

@@ -219,8 +219,9 @@ typedef struct tks_shared {
 } tks_shared;
 
 struct tks_sim {
-    tk_engine_t *engine;
+    tk_engine_t *engine;       /* NULL for a sim built aside (tks_new_aside)     */
     tk_world_t *w;
+    bool own_world;            /* w is a world of its own: tks_free frees it     */
     tks_class **classes;       /* registered classes (stable addresses)         */
     size_t n_classes;
     tk_ticker_handle compactor; /* core-ticker delegate compacting the stores   */

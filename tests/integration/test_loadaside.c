@@ -5,7 +5,9 @@
  * boundary, in its turn after requests in slices asked before it; the
  * loading client's later requests wait for it; a second load meanwhile is
  * refused; a shutdown while the file is read answers -32004 and leaves the
- * world as it was; errors are those of a load in one piece.
+ * world as it was; errors are those of a load in one piece.  The new world
+ * is built aside and swapped in whole: nothing of the old one (entities,
+ * timers and their actions, levels) lives on, the loaded one runs.
  */
 #include <check.h>
 #include <signal.h>
@@ -131,6 +133,45 @@ START_TEST(load_errors_change_nothing)
 }
 END_TEST
 
+/* The loaded world replaces the running one whole: the old world's timer
+ * (an action spawning counters) is gone with it, the file's timer and
+ * movers run, and a profile taken across the load reports frames of both. */
+START_TEST(load_swaps_the_whole_world)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    tkit_conn *p = tkit_connect(d);
+    tkit_ok(c, "level.add", "{\"name\":\"arena\"}");
+    tkit_ok(c, "entity.spawn", "{\"class\":\"mover\",\"count\":2,\"level\":\"arena\","
+                               "\"props\":{\"vx\":1}}");
+    tkit_ok(c, "timer.set", "{\"rate\":0.5,\"loop\":true}");
+    tkit_ok(c, "world.save", "{\"path\":\"w.json\"}");
+    tkit_ok(c, "level.add", "{\"name\":\"other\"}");
+    tkit_ok(c, "timer.set", "{\"rate\":0.02,\"loop\":true,\"action\":{\"method\":"
+                            "\"entity.spawn\",\"params\":{\"class\":\"counter\"}}}");
+    while (tkit_geti(tkit_ok(c, "world.status", NULL), "entities") < 4)
+        ;
+    long long pr = tkit_send_request(p, "engine.profile", "{\"frames\":20}");
+    json_t *r = tkit_ok(c, "world.load", "{\"path\":\"w.json\"}");
+    ck_assert_int_eq(tkit_geti(r, "entities"), 2);
+    ck_assert_int_eq(tkit_geti(r, "timers"), 1);
+    json_t *e0 = tkit_ok(c, "entity.get", "{\"id\":1}");
+    double x0 = tkit_getd(e0, "props.x");
+    tkit_wait_frames(c, 10);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 2);
+    json_t *tl = tkit_ok(c, "timer.list", NULL);
+    ck_assert_int_eq((int)json_array_size(tkit_get(tl, "timers")), 1);
+    ck_assert_double_eq(tkit_getd(tl, "timers[0].rate"), 0.5);
+    ck_assert(tkit_getd(tkit_ok(c, "entity.get", "{\"id\":1}"), "props.x") > x0);
+    json_t *lv = tkit_ok(c, "level.list", NULL);
+    ck_assert_int_eq((int)json_array_size(tkit_get(lv, "levels")), 2);
+    ck_assert_str_eq(tkit_gets(lv, "levels[1].name"), "arena");
+    json_t *prof = tkit_recv_id(p, pr);
+    ck_assert_int_eq(tkit_geti(prof, "result.frames"), 20);
+    tkit_finish(d);
+}
+END_TEST
+
 /* SIGTERM while the file is read: the load is answered (-32004, or its
  * result if it was read in time), the daemon exits cleanly, and a
  * save_on_exit holds one whole world or the other. */
@@ -175,6 +216,7 @@ static Suite *suite(void)
     tcase_add_test(tc, load_after_slices);
     tcase_add_test(tc, load_errors_change_nothing);
     tcase_add_test(tc, load_shutdown_meanwhile);
+    tcase_add_test(tc, load_swaps_the_whole_world);
     suite_add_tcase(s, tc);
     return s;
 }
