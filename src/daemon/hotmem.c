@@ -128,6 +128,35 @@ bool tkd_hotmem_ready(tkd_hotmem *h, size_t bytes)
     return false;
 }
 
+/* Copies of [from, to) bytes of the regions into the shadow (a half of the
+ * whole: the copy before a fork is split between the frame thread and one
+ * more, since one core copies well below what memory allows). */
+typedef struct copy_part {
+    const tkd_hotmem *h;
+    size_t from, to;
+} copy_part;
+
+static void copy_range(const tkd_hotmem *h, size_t from, size_t to)
+{
+    for (size_t i = 0; i < h->n && from < to; i++) {
+        size_t a = h->off[i], b = a + h->reg[i].iov_len;
+        if (b <= from || a >= to)
+            continue;
+        size_t lo = from > a ? from : a, hi = to < b ? to : b;
+        memcpy(h->shadow + lo, (const char *)h->reg[i].iov_base + (lo - a), hi - lo);
+    }
+}
+
+static void *copy_thread(void *arg)
+{
+    const copy_part *c = arg;
+    copy_range(c->h, c->from, c->to);
+    return NULL;
+}
+
+/* Below this the second thread costs more than it saves. */
+#define COPY_SPLIT_MIN (4u << 20)
+
 int tkd_hotmem_before_fork(tkd_hotmem *h, const struct iovec *regions, size_t n, char *err,
                            size_t errlen)
 {
@@ -159,12 +188,27 @@ int tkd_hotmem_before_fork(tkd_hotmem *h, const struct iovec *regions, size_t n,
             snprintf(err, errlen, "madvise(MADV_DONTFORK): %s", strerror(e));
             return -1;
         }
-        memcpy(h->shadow + off, regions[i].iov_base, regions[i].iov_len);
         h->reg[h->n] = regions[i];
         h->off[h->n] = off;
         h->n++;
         off += regions[i].iov_len;
     }
+    /* The second half on a thread of its own while this one copies the
+     * first (a page boundary between them). */
+    size_t mid = off >= COPY_SPLIT_MIN ? off / 2 / ps * ps : off;
+    copy_part part = {h, mid, off};
+    pthread_t th;
+    bool split = false;
+    if (mid < off) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        split = pthread_create(&th, NULL, copy_thread, &part) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    copy_range(h, 0, split ? mid : off);
+    if (split)
+        pthread_join(th, NULL);
     return 0;
 }
 

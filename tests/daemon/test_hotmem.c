@@ -111,6 +111,48 @@ START_TEST(hotmem_regions_fork_again)
 }
 END_TEST
 
+/* Regions big enough that the copy is split between two threads (the
+ * split falls inside the first region): every byte reaches the child at
+ * its place. */
+START_TEST(hotmem_big_copy_in_two_halves)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    size_t la = (5u << 20) + 3 * ps, lb = (1u << 20) + ps;
+    char *a = region(la, 0), *b = region(lb, 0);
+    for (size_t k = 0; k < la; k++)
+        a[k] = (char)(k * 7 % 251);
+    for (size_t k = 0; k < lb; k++)
+        b[k] = (char)(k * 13 % 241 + 1);
+    struct iovec reg[2] = {{a, la}, {b, lb}};
+    tkd_hotmem *h = tkd_hotmem_new();
+    wait_ready(h, la + lb);
+    char err[128];
+    ck_assert_msg(tkd_hotmem_before_fork(h, reg, 2, err, sizeof err) == 0, "%s", err);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (tkd_hotmem_in_child(h) != 0)
+            _exit(3);
+        for (size_t k = 0; k < la; k++)
+            if (a[k] != (char)(k * 7 % 251))
+                _exit(4);
+        for (size_t k = 0; k < lb; k++)
+            if (b[k] != (char)(k * 13 % 241 + 1))
+                _exit(5);
+        _exit(0);
+    }
+    tkd_hotmem_after_fork(h);
+    memset(a, 'x', la);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    tkd_hotmem_free(h);
+    munmap(a, la);
+    munmap(b, lb);
+}
+END_TEST
+
 /* Refusals change nothing: regions not whole pages, a shadow too small. */
 START_TEST(hotmem_refusals)
 {
@@ -138,6 +180,7 @@ static Suite *hotmem_suite(void)
     tcase_add_test(tc, hotmem_child_sees_the_fork);
     tcase_add_test(tc, hotmem_regions_fork_again);
     tcase_add_test(tc, hotmem_refusals);
+    tcase_add_test(tc, hotmem_big_copy_in_two_halves);
     suite_add_tcase(s, tc);
     return s;
 }
