@@ -140,9 +140,8 @@ static json_t *engine_info_json(tkd *d)
 
 /* engine.info is asked for often (tools poll it) and rarely changes: its
  * text is kept and rebuilt only when one of its variable fields changed. */
-void m_engine_info(req *r)
+static void m_engine_info(req *r)
 {
-    NOKEYS();
     tkd *d = r->d;
     double rate = tk_engine_tick_rate(d->engine), fixed = tk_engine_fixed_dt(d->engine);
     tk_pacing pacing = tk_engine_pacing(d->engine);
@@ -163,40 +162,23 @@ void m_engine_info(req *r)
         tkd_call_reply(r->call, engine_info_json(d));
 }
 
-void m_engine_stats(req *r)
+static void m_engine_stats(req *r)
 {
-    NOKEYS();
     ok(r, tkd_stats_json(r->d));
 }
 
-void m_engine_set_tick_rate(req *r)
+static void m_engine_set_tick_rate(req *r)
 {
-    KEYS("hz");
-    tkd_perr pe;
-    double hz;
-    int rc = tkd_p_num(r->params, "hz", "", 0, 10000, &hz, &pe);
-    READ(rc);
-    if (rc == 0) {
-        fail(r, -32602, "hz: required");
-        return;
-    }
+    double hz = arg(r, "hz")->num;
     tk_engine_set_tick_rate(r->d->engine, hz);
     json_t *o = json_object();
     json_object_set_new(o, "hz", json_real(hz));
     ok(r, o);
 }
 
-void m_engine_sprint(req *r)
+static void m_engine_sprint(req *r)
 {
-    KEYS("frames");
-    tkd_perr pe;
-    uint64_t n;
-    int rc = tkd_p_u64(r->params, "frames", "", 1, 1000000000ull, &n, &pe);
-    READ(rc);
-    if (rc == 0) {
-        fail(r, -32602, "frames: required");
-        return;
-    }
+    uint64_t n = arg(r, "frames")->u;
     tkd_waiter *w = tk_calloc(1, sizeof *w);
     w->kind = W_SPRINT;
     w->call = r->call;
@@ -210,9 +192,8 @@ void m_engine_sprint(req *r)
     defer(r);
 }
 
-void m_engine_sprint_stop(req *r)
+static void m_engine_sprint_stop(req *r)
 {
-    NOKEYS();
     tkd *d = r->d;
     size_t n = stop_waiters(d, W_SPRINT);
     if (d->sprinting) {
@@ -224,17 +205,95 @@ void m_engine_sprint_stop(req *r)
     ok(r, json_object());
 }
 
-void m_engine_shutdown(req *r)
+static void m_engine_shutdown(req *r)
 {
-    NOKEYS();
     tk_log_info("engine.shutdown requested%s", r->call ? "" : " by a timer action");
     r->d->shutdown = true;
     tk_engine_stop(r->d->engine);
     ok(r, json_object());
 }
 
-void m_engine_profile(req *r)
+static void m_engine_profile(req *r)
 {
     r->answered = true;
     tkd_prof_engine_profile(r->d, r->call, r->params);
 }
+
+/* ---- the table ------------------------------------------------------------------- */
+
+static const tkd_field mspt_fields[] = {
+    R_NUM("mean", NULL), R_NUM("p50", NULL), R_NUM("p95", NULL), R_NUM("p99", NULL),
+    R_NUM("max", NULL), {0}};
+#define R_MSPT(n, d)                                                                              \
+    {.name = n, .type = TKD_T_OBJ, .flags = TKD_F_REQUIRED, .fields = mspt_fields, .ref = "mspt", \
+     .desc = d}
+
+static const tkd_field info_result[] = {
+    R_STR("name", "\"tickd\""), R_STR("version", NULL),
+    R_INT("protocol", "protocol version (1)"),
+    R_ARR("methods", "every method the daemon answers"),
+    R_ARR("classes", "entity classes, plugins' included"), R_INT("pid", NULL),
+    {.name = "socket", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE},
+    R_NUM("tick_rate", "max tick rate, Hz (0: unlimited)"), R_NUM("fixed_dt", "s (0: real dt)"),
+    R_STR("pacing", NULL),
+    {.name = "config", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
+     .desc = "the config file read"},
+    {0}};
+
+static const tkd_field stats_result[] = {
+    R_INT("frame", NULL), R_NUM("world_time", "s"), R_NUM("real_time", "s"),
+    R_NUM("target_hz", NULL), R_NUM("tps_1s", NULL), R_NUM("tps_10s", NULL), R_NUM("tps_1m", NULL),
+    R_MSPT("mspt", "ms per tick over the last minute"),
+    R_OBJ("groups", "ms of the last frame per tick group"), R_NUM("start_frame_ms", NULL),
+    R_NUM("timers_ms", NULL), R_NUM("tickables_ms", NULL), R_INT("ticks_run_last_frame", NULL),
+    R_INT("overruns", NULL), R_NUM("behind_s", NULL), R_NUM("last_frame_ms", NULL),
+    R_OBJ("split_ms", "the last frame's work: requests, ticks, timers, tickables, ticker, other"),
+    R_NUM("gap_ms", NULL), R_NUM("gap_max_ms_10s", NULL), R_INT("slow_requests", NULL),
+    R_INT("log_suppressed", NULL), R_INT("entities", NULL),
+    R_OBJ("tick_functions", "enabled, disabled, cooling_down"),
+    R_OBJ("timers", "active, paused, pending"), R_INT("timer_actions", NULL),
+    R_INT("timer_action_errors", NULL), R_INT("tickables", NULL), R_INT("clients", NULL),
+    R_INT("requests", NULL), R_INT("errors", NULL), R_INT("events_dropped", NULL),
+    R_BOOL("paused", NULL), R_INT("rss_bytes", NULL),
+    R_OBJ("methods", "per method: calls, errors, time"), {0}};
+
+static const tkd_field tick_rate_params[] = {
+    P_NUM("hz", TKD_F_REQUIRED, 0, 10000, "max tick rate in Hz (0: unlimited)"), {0}};
+static const tkd_field tick_rate_result[] = {R_NUM("hz", NULL), {0}};
+
+static const tkd_field sprint_params[] = {
+    P_INT("frames", TKD_F_REQUIRED, 1, 1000000000, "frames to run unpaced"), {0}};
+static const tkd_field sprint_result[] = {
+    R_INT("frames", "frames run"), O_BOOL("stopped", "true: engine.sprint_stop ended it"),
+    R_NUM("seconds", NULL), R_MSPT("mspt", NULL), {0}};
+
+static const tkd_field profile_params[] = {
+    {.name = "seconds", .type = TKD_T_NUM, .flags = TKD_F_DEFAULT | TKD_F_EXCL_MIN, .min = 0,
+     .max = PROFILE_MAX_SECONDS, .def = 10, .desc = "how long (not with frames)"},
+    P_INT("frames", 0, 1, PROFILE_MAX_FRAMES, "how many frames (not with seconds)"), {0}};
+static const tkd_field profile_result[] = {
+    R_INT("frames", NULL), R_NUM("seconds", NULL), R_NUM("work_ms", NULL), R_NUM("ticks_ms", NULL),
+    R_NUM("timers_ms", NULL), R_NUM("tickables_ms", NULL), R_NUM("requests_ms", NULL),
+    R_INT("requests", NULL), R_OBJ("groups_ms", NULL),
+    R_ARR("classes", "time per class x group x level, most first"),
+    R_ARR("timers", "time per timer action method"), R_ARR("tickables", "time per class"),
+    R_ARR("slowest", "the slowest ticks"), R_ARR("histogram", "frames per ms bucket"),
+    R_OBJ("sampling", NULL), {0}};
+
+const tkd_method tkd__engine_methods[] = {
+    {"engine.info", m_engine_info, tkd__no_params, info_result,
+     "the daemon's name, version, protocol, methods and entity classes", NULL},
+    {"engine.stats", m_engine_stats, tkd__no_params, stats_result,
+     "frame, TPS, ms per tick, group times and counters", NULL},
+    {"engine.set_tick_rate", m_engine_set_tick_rate, tick_rate_params, tick_rate_result,
+     "set the max tick rate", NULL},
+    {"engine.sprint", m_engine_sprint, sprint_params, sprint_result,
+     "run frames as fast as possible, then answer with their timing", "Answered later."},
+    {"engine.sprint_stop", m_engine_sprint_stop, tkd__no_params, tkd__empty_result,
+     "stop running sprints (each answers what it ran, stopped: true)", NULL},
+    {"engine.profile", m_engine_profile, profile_params, profile_result,
+     "time per class, group and level, timers, tickables and the slowest ticks",
+     "Answered later; one per connection."},
+    {"engine.shutdown", m_engine_shutdown, tkd__no_params, tkd__empty_result,
+     "stop the daemon gracefully", NULL},
+    {0}};

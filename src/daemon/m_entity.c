@@ -8,7 +8,7 @@
 
 /* ---- entities ---------------------------------------------------------------------------- */
 
-void m_entity_spawn(req *r)
+static void m_entity_spawn(req *r)
 {
     tkd_arena a = {0};
     tkd_perr pe;
@@ -51,28 +51,19 @@ void m_entity_spawn(req *r)
  * on a bad one. */
 int read_selector(req *r, selector *sel)
 {
-    tkd_perr pe;
     memset(sel, 0, sizeof *sel);
     sel->level = TK_LEVEL_NONE;
-    const char *level = NULL, *cls = NULL;
-    int rf = tkd_p_u64(r->params, "first", "", 1, (1ull << 53), &sel->first, &pe);
-    if (rf < 0)
-        goto bad;
-    int rc = tkd_p_u64(r->params, "count", "", 1, (1ull << 53), &sel->count, &pe);
-    if (rc < 0)
-        goto bad;
-    if ((rf > 0) != (rc > 0)) {
+    const tkd_val *first = arg(r, "first"), *count = arg(r, "count");
+    const char *level = arg(r, "level")->str, *cls = arg(r, "class")->str;
+    bool rf = first->given, rc = count->given;
+    sel->first = first->u;
+    sel->count = count->u;
+    if (rf != rc) {
         fail(r, -32602, "%s: required with %s (a range of ids, as entity.spawn answers)",
              rf > 0 ? "count" : "first", rf > 0 ? "first" : "count");
         return -1;
     }
-    sel->range = rf > 0;
-    int rl = tkd_p_str(r->params, "level", "", &level, &pe);
-    if (rl < 0)
-        goto bad;
-    int rk = tkd_p_str(r->params, "class", "", &cls, &pe);
-    if (rk < 0)
-        goto bad;
+    sel->range = rf;
     if (level && tk_level_find(r->d->world, level, &sel->level) != 0) {
         fail(r, -32001, "level: level '%s' does not exist", level);
         return -1;
@@ -82,9 +73,6 @@ int read_selector(req *r, selector *sel)
         return -1;
     }
     return sel->range || level || cls ? 1 : 0;
-bad:
-    fail_p(r, &pe);
-    return -1;
 }
 
 typedef struct sel_ctx {
@@ -130,9 +118,8 @@ tks_id *select_ids(tkd *d, const selector *sel, size_t *n)
     return c.ids;
 }
 
-void m_entity_destroy(req *r)
+static void m_entity_destroy(req *r)
 {
-    KEYS("ids", "first", "count", "level", "class");
     selector sel;
     int has_sel = read_selector(r, &sel);
     if (has_sel < 0)
@@ -200,17 +187,9 @@ void m_entity_destroy(req *r)
     ok(r, o);
 }
 
-void m_entity_get(req *r)
+static void m_entity_get(req *r)
 {
-    KEYS("id");
-    tkd_perr pe;
-    uint64_t id;
-    int rc = tkd_p_u64(r->params, "id", "", 1, UINT64_MAX, &id, &pe);
-    READ(rc);
-    if (rc == 0) {
-        fail(r, -32602, "id: required");
-        return;
-    }
+    uint64_t id = arg(r, "id")->u;
     tkd *d = r->d;
     const tks_entity *e = tks_entity_get(d->sim, id);
     if (!e) {
@@ -254,16 +233,10 @@ static void list_one(void *ud, const tks_entity *e)
     json_array_append_new(c->ids, jid(tks_entity_id(e)));
 }
 
-void m_entity_list(req *r)
+static void m_entity_list(req *r)
 {
-    KEYS("level", "class", "offset", "limit");
-    tkd_perr pe;
-    const char *level = NULL, *cls = NULL;
-    uint64_t offset = 0, limit = 100;
-    READ(tkd_p_str(r->params, "level", "", &level, &pe));
-    READ(tkd_p_str(r->params, "class", "", &cls, &pe));
-    READ(tkd_p_u64(r->params, "offset", "", 0, UINT64_MAX, &offset, &pe));
-    READ(tkd_p_u64(r->params, "limit", "", 0, LIST_MAX, &limit, &pe));
+    const char *level = arg(r, "level")->str, *cls = arg(r, "class")->str;
+    uint64_t offset = arg(r, "offset")->u, limit = arg(r, "limit")->u;
     tkd *d = r->d;
     tk_level_id l = TK_LEVEL_NONE;
     if (level && tk_level_find(d->world, level, &l) != 0) {
@@ -306,31 +279,17 @@ bool read_props(req *r, const json_t *props, tkd_arena *a, tks_prop_kv **kv, siz
     return true;
 }
 
-void m_entity_set_props(req *r)
+static void m_entity_set_props(req *r)
 {
-    KEYS("id", "props");
-    tkd_perr pe;
-    uint64_t id;
-    json_t *props = NULL;
-    int rc = tkd_p_u64(r->params, "id", "", 1, UINT64_MAX, &id, &pe);
-    READ(rc);
-    if (rc == 0) {
-        fail(r, -32602, "id: required");
-        return;
-    }
-    rc = tkd_p_obj(r->params, "props", "", &props, &pe);
-    READ(rc);
-    if (rc == 0) {
-        fail(r, -32602, "props: required");
-        return;
-    }
+    uint64_t id = arg(r, "id")->u;
+    json_t *props = arg(r, "props")->json;
     tkd_arena a = {0};
     tks_prop_kv *kv;
     size_t n;
     if (!read_props(r, props, &a, &kv, &n))
         return;
     char err[TKS_ERR_MAX];
-    rc = tks_entity_set_props(r->d->sim, id, kv, n, err);
+    int rc = tks_entity_set_props(r->d->sim, id, kv, n, err);
     tkd_arena_free(&a);
     if (rc) {
         fail_tk(r, rc, err);
@@ -338,3 +297,63 @@ void m_entity_set_props(req *r)
     }
     ok(r, json_object());
 }
+
+/* ---- the table ------------------------------------------------------------------- */
+
+const tkd_field tkd__selector_fields[] = {
+    P_INT("first", 0, 1, 1ull << 53, "first id of a range (with count), as entity.spawn answers"),
+    P_INT("count", 0, 1, 1ull << 53, "ids in the range (with first)"),
+    P_STR("level", 0, "entities of this level"), P_STR("class", 0, "entities of this class"),
+    {0}};
+
+static const tkd_field id_item = {.name = "id", .type = TKD_T_INT, .lo = 1, .hi = UINT64_MAX};
+#define P_IDS(n, d) {.name = n, .type = TKD_T_ARR, .items = &id_item, .desc = d}
+
+static const tkd_field spawn_result_fields[] = {
+    O_ARR("ids", "the new ids (count <= 1000)"),
+    O_INT("first", "the first new id (count > 1000; the ids are consecutive)"),
+    O_INT("count", "with first"), {0}};
+
+static const tkd_field destroy_params[] = {
+    P_IDS("ids", "entity ids, all of which must exist (not with selectors)"),
+    {.name = "selectors", .type = TKD_T_INCLUDE, .fields = tkd__selector_fields},
+    {0}};
+static const tkd_field destroy_result[] = {R_INT("destroyed", NULL), {0}};
+
+static const tkd_field get_params[] = {
+    P_INT("id", TKD_F_REQUIRED, 1, UINT64_MAX, "entity id"), {0}};
+static const tkd_field get_result[] = {
+    R_INT("id", NULL), R_STR("class", NULL), R_STR("level", NULL), R_OBJ("props", NULL),
+    {.name = "tick", .type = TKD_T_OBJ, .flags = TKD_F_REQUIRED, .fields = tkd_tick_report_fields,
+     .ref = "tick_report", .desc = "the actor tick"},
+    R_ARR("components", "each {class, props, tick}"),
+    R_ARR("prerequisites", "entity ids, or {id, component}"), R_NUM("time_dilation", NULL),
+    {.name = "life_span", .type = TKD_T_NUM, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
+     .min = -HUGE_VAL, .max = HUGE_VAL, .desc = "s left (null: forever)"},
+    {0}};
+
+static const tkd_field list_params[] = {
+    P_STR("level", 0, "only this level's"), P_STR("class", 0, "only this class's"),
+    {.name = "page", .type = TKD_T_INCLUDE, .fields = tkd__page_params}, {0}};
+static const tkd_field list_result[] = {
+    R_INT("total", "entities that match"), R_ARR("ids", NULL),
+    O_BOOL("truncated", "the page was cut to fit a reply"), O_INT("next_offset", "with truncated"),
+    {0}};
+
+static const tkd_field set_props_params[] = {
+    P_INT("id", TKD_F_REQUIRED, 1, UINT64_MAX, "entity id"),
+    P_OBJ("props", TKD_F_REQUIRED, "props of the entity's class to set"), {0}};
+
+const tkd_method tkd__entity_methods[] = {
+    {"entity.spawn", m_entity_spawn, tkd_spawn_fields, spawn_result_fields, "spawn entities",
+     "All or nothing; past 8192 tick functions in slices."},
+    {"entity.destroy", m_entity_destroy, destroy_params, destroy_result,
+     "destroy entities by ids or by selectors (those matching all given)",
+     "All or nothing; past 8192 entities in slices."},
+    {"entity.get", m_entity_get, get_params, get_result,
+     "an entity's class, level, props, tick report, components and prerequisites", NULL},
+    {"entity.list", m_entity_list, list_params, list_result, "ids of entities, filtered, paged",
+     NULL},
+    {"entity.set_props", m_entity_set_props, set_props_params, tkd__empty_result,
+     "set an entity's props", NULL},
+    {0}};

@@ -6,32 +6,19 @@
 
 /* ---- events ------------------------------------------------------------------------------ */
 
-static int read_topics(req *r, const char *key, unsigned *mask, bool required)
+/* The topics param (checked by the table): its mask, or every topic if absent. */
+static unsigned read_topics(req *r)
 {
-    json_t *a = json_object_get(r->params, key);
-    if (!a) {
-        if (required) {
-            fail(r, -32602, "%s: required", key);
-            return -1;
-        }
-        *mask = TKD_TOPIC_ALL;
-        return 0;
-    }
-    if (!json_is_array(a)) {
-        fail(r, -32602, "%s: must be an array of topic names", key);
-        return -1;
-    }
-    *mask = 0;
-    for (size_t i = 0; i < json_array_size(a); i++) {
-        json_t *v = json_array_get(a, i);
+    const tkd_val *v = arg(r, "topics");
+    if (!v->given)
+        return TKD_TOPIC_ALL;
+    unsigned mask = 0;
+    for (size_t i = 0; i < json_array_size(v->json); i++) {
         tkd_topic t;
-        if (!json_is_string(v) || tkd_topic_parse(json_string_value(v), &t) != 0) {
-            fail(r, -32602, "%s[%zu]: not a topic (frame, stats, overrun, slow_tick, log)", key, i);
-            return -1;
-        }
-        *mask |= TKD_TOPIC_BIT(t);
+        if (tkd_topic_parse(json_string_value(json_array_get(v->json, i)), &t) == 0)
+            mask |= TKD_TOPIC_BIT(t);
     }
-    return 1;
+    return mask;
 }
 
 static json_t *topics_json(unsigned mask)
@@ -47,10 +34,7 @@ static json_t *topics_json(unsigned mask)
  * change (and, subscribing, the events it has lost so far). */
 static void events_change(req *r, bool subscribe)
 {
-    KEYS("topics");
-    unsigned mask;
-    if (read_topics(r, "topics", &mask, subscribe) < 0)
-        return;
+    unsigned mask = read_topics(r);
     tkd_client *c = r->call ? tkd_call_client(r->call) : NULL;
     if (!c) {
         fail(r, -32002, "events need a connection to be sent on");
@@ -64,5 +48,33 @@ static void events_change(req *r, bool subscribe)
     ok(r, o);
 }
 
-void m_events_subscribe(req *r) { events_change(r, true); }
-void m_events_unsubscribe(req *r) { events_change(r, false); }
+static void m_events_subscribe(req *r) { events_change(r, true); }
+static void m_events_unsubscribe(req *r) { events_change(r, false); }
+
+/* ---- the table ------------------------------------------------------------------- */
+
+/* The topics, in tkd_topic order (server.c names them). */
+static const char *const topic_names[] = {"frame", "stats",        "overrun", "slow_tick",
+                                          "log",   "slow_request", NULL};
+static const tkd_field topic_item = {.name = "topic", .type = TKD_T_STR, .enums = topic_names};
+
+static const tkd_field subscribe_params[] = {
+    {.name = "topics", .type = TKD_T_ARR, .flags = TKD_F_REQUIRED, .items = &topic_item,
+     .desc = "topics to receive as event.<topic> notifications"},
+    {0}};
+static const tkd_field unsubscribe_params[] = {
+    {.name = "topics", .type = TKD_T_ARR, .items = &topic_item,
+     .desc = "topics to stop (absent: all)"},
+    {0}};
+static const tkd_field subscribe_result[] = {
+    R_ARR("topics", "the connection's topics now"),
+    R_INT("dropped", "events this connection has lost (slow reader)"), {0}};
+static const tkd_field unsubscribe_result[] = {R_ARR("topics", "the connection's topics now"),
+                                               {0}};
+
+const tkd_method tkd__events_methods[] = {
+    {"events.subscribe", m_events_subscribe, subscribe_params, subscribe_result,
+     "receive event notifications on this connection", NULL},
+    {"events.unsubscribe", m_events_unsubscribe, unsubscribe_params, unsubscribe_result,
+     "stop receiving notifications", NULL},
+    {0}};

@@ -7,9 +7,8 @@
 
 /* ---- levels ------------------------------------------------------------------------- */
 
-void m_level_list(req *r)
+static void m_level_list(req *r)
 {
-    NOKEYS();
     tkd *d = r->d;
     json_t *a = json_array();
     for (size_t i = 0; i < tk_level_count(d->world); i++) {
@@ -24,12 +23,9 @@ void m_level_list(req *r)
     ok(r, o);
 }
 
-void m_level_add(req *r)
+static void m_level_add(req *r)
 {
-    KEYS("name");
-    const char *name;
-    if (!need_str(r, "name", &name))
-        return;
+    const char *name = arg(r, "name")->str;
     char err[TKS_ERR_MAX];
     int rc = tks_level_add(r->d->sim, name, err);
     if (rc) {
@@ -41,12 +37,9 @@ void m_level_add(req *r)
     ok(r, o);
 }
 
-void m_level_remove(req *r)
+static void m_level_remove(req *r)
 {
-    KEYS("name");
-    const char *name;
-    if (!need_str(r, "name", &name))
-        return;
+    const char *name = arg(r, "name")->str;
     char err[TKS_ERR_MAX];
     tk_level_id l;
     if (r->call && !r->d->offline && strcmp(name, "persistent") &&
@@ -67,3 +60,20 @@ void m_level_remove(req *r)
     json_object_set_new(o, "destroyed", jid(before - tks_entity_count(r->d->sim)));
     ok(r, o);
 }
+
+/* ---- the table ------------------------------------------------------------------- */
+
+static const tkd_field list_result[] = {
+    R_ARR("levels", "each {name, entities}"), {0}};
+static const tkd_field name_params[] = {P_STR("name", TKD_F_REQUIRED, "level name"), {0}};
+static const tkd_field add_result[] = {R_STR("name", NULL), {0}};
+static const tkd_field remove_result[] = {R_INT("destroyed", "entities destroyed with it"), {0}};
+
+const tkd_method tkd__level_methods[] = {
+    {"level.list", m_level_list, tkd__no_params, list_result, "levels and their entity counts",
+     NULL},
+    {"level.add", m_level_add, name_params, add_result, "add a level", NULL},
+    {"level.remove", m_level_remove, name_params, remove_result,
+     "remove a level and destroy its entities", "In slices past 8192 entities; the persistent "
+     "level cannot be removed."},
+    {0}};

@@ -35,21 +35,13 @@ json_t *prereq_ids(tkd *d, tk_tick_id id)
 static int read_target(req *r, const json_t *obj, const char *path, tk_tick_id *out)
 {
     tkd_perr pe;
-    uint64_t id, comp = 0;
-    int rc = tkd_p_u64(obj, "id", path, 1, UINT64_MAX, &id, &pe);
-    if (rc < 0) {
+    tkd_val v[TKD_MAX_FIELDS];
+    if (tkd_p_check(obj, tkd_target_fields, path, false, v, &pe) < 0) {
         fail_p(r, &pe);
         return -1;
     }
-    if (rc == 0) {
-        fail(r, -32602, "%s%sid: required", path, path[0] ? "." : "");
-        return -1;
-    }
-    int has_comp = tkd_p_u64(obj, "component", path, 0, TKS_MAX_COMPONENTS - 1, &comp, &pe);
-    if (has_comp < 0) {
-        fail_p(r, &pe);
-        return -1;
-    }
+    uint64_t id = v[0].u, comp = v[1].u;
+    bool has_comp = v[1].given;
     const tks_entity *e = tks_entity_get(r->d->sim, id);
     if (!e) {
         fail(r, -32001, "%s%sid: entity %llu does not exist", path, path[0] ? "." : "",
@@ -72,16 +64,8 @@ static int read_target(req *r, const json_t *obj, const char *path, tk_tick_id *
     return 0;
 }
 
-void m_tick_set(req *r)
+static void m_tick_set(req *r)
 {
-    static const char *const allowed[] = {"id",      "component",           "ids",
-                                          "first",   "count",               "level",
-                                          "class",   "group",               "end_group",
-                                          "interval", "enabled",            "even_when_paused",
-                                          "high_priority", "batch",         "on_dedicated_server",
-                                          "any_thread", NULL};
-    if (!keys(r, allowed))
-        return;
     tkd *d = r->d;
     tkd_perr pe;
     selector sel;
@@ -181,36 +165,19 @@ void m_tick_set(req *r)
 
 static void m_tick_prereq(req *r, bool add)
 {
-    KEYS("id", "component", "prerequisite");
     tk_tick_id t, p;
     if (read_target(r, r->params, "", &t) < 0)
         return;
-    json_t *po = json_object_get(r->params, "prerequisite");
-    if (!po) {
-        fail(r, -32602, "prerequisite: required");
-        return;
-    }
-    if (json_is_integer(po)) {
-        /* Shorthand: an entity id for its actor tick. */
+    /* The table checked it: an entity id (its actor tick) or a target. */
+    json_t *po = arg(r, "prerequisite")->json;
+    if (json_is_number(po)) {
         json_t *tmp = json_pack("{s:O}", "id", po);
         int rc = read_target(r, tmp, "prerequisite", &p);
         json_decref(tmp);
         if (rc < 0)
             return;
-    } else if (json_is_object(po)) {
-        static const char *const pk[] = {"id", "component", NULL};
-        tkd_perr pe;
-        if (tkd_p_keys(po, "prerequisite", pk, &pe)) {
-            fail_p(r, &pe);
-            return;
-        }
-        if (read_target(r, po, "prerequisite", &p) < 0)
-            return;
-    } else {
-        {
-            fail(r, -32602, "prerequisite: must be a target {\"id\", \"component\"?}");
-            return;
-        }
+    } else if (read_target(r, po, "prerequisite", &p) < 0) {
+        return;
     }
     int rc = add ? tk_tick_add_prerequisite(r->d->world, t, p)
                  : tk_tick_remove_prerequisite(r->d->world, t, p);
@@ -225,8 +192,8 @@ static void m_tick_prereq(req *r, bool add)
     ok(r, json_object());
 }
 
-void m_tick_add_prerequisite(req *r) { m_tick_prereq(r, true); }
-void m_tick_remove_prerequisite(req *r) { m_tick_prereq(r, false); }
+static void m_tick_add_prerequisite(req *r) { m_tick_prereq(r, true); }
+static void m_tick_remove_prerequisite(req *r) { m_tick_prereq(r, false); }
 
 static json_t *tick_dump_json(tkd *d, uint64_t id)
 {
@@ -251,9 +218,56 @@ static json_t *tick_dump_json(tkd *d, uint64_t id)
     return x;
 }
 
-void m_tick_dump(req *r)
+static void m_tick_dump(req *r)
 {
     tk_tick_counts tc;
     tk_tick_get_counts(r->d->world, &tc);
     list_reply(r, "ticks", tk_tick_next, tick_dump_json, tc.registered);
 }
+
+/* ---- the table ------------------------------------------------------------------- */
+
+static const tkd_field set_params[] = {
+    P_INT("id", 0, 1, UINT64_MAX, "entity id (not with ids or selectors)"),
+    P_INT("component", 0, 0, TKS_MAX_COMPONENTS - 1, "with id: a component's tick function"),
+    {.name = "ids", .type = TKD_T_ARR,
+     .items = &(const tkd_field){.name = "id", .type = TKD_T_INT, .lo = 1, .hi = UINT64_MAX},
+     .desc = "entity ids: their actor ticks"},
+    {.name = "selectors", .type = TKD_T_INCLUDE, .fields = tkd__selector_fields},
+    {.name = "spec", .type = TKD_T_INCLUDE, .flags = TKD_F_KEEP, .fields = tkd_tick_spec_fields},
+    {0}};
+static const tkd_field set_result[] = {
+    O_INT("updated", "with selectors: the tick functions changed"), {0}};
+
+static const tkd_field prereq_alternatives[] = {
+    {.name = "entity", .type = TKD_T_INT, .lo = 1, .hi = UINT64_MAX,
+     .desc = "an entity id (its actor tick)"},
+    {.name = "target", .type = TKD_T_OBJ, .fields = tkd_target_fields, .ref = "target",
+     .desc = "a target {id, component?}"},
+    {0}};
+static const tkd_field prereq_params[] = {
+    P_INT("id", TKD_F_REQUIRED, 1, UINT64_MAX, "entity id"),
+    P_INT("component", 0, 0, TKS_MAX_COMPONENTS - 1, "a component's tick function"),
+    {.name = "prerequisite", .type = TKD_T_ANY, .flags = TKD_F_REQUIRED,
+     .items = prereq_alternatives, .desc = "the tick function to wait for"},
+    {0}};
+
+static const tkd_field dump_result[] = {
+    R_ARR("ticks", "each {entity, component, class, state, group, end_group, actual_group, "
+                   "actual_end_group, interval, cooldown?, prerequisites}"),
+    R_INT("total", "registered tick functions"),
+    O_BOOL("truncated", "the page was cut to fit a reply"), O_INT("next_offset", "with truncated"),
+    {0}};
+
+const tkd_method tkd__tick_methods[] = {
+    {"tick.set", m_tick_set, set_params, set_result,
+     "change tick functions from the next frame",
+     "One of id (with an optional component), ids, or selectors (the actor ticks of the "
+     "entities matching all given); absent spec fields are unchanged."},
+    {"tick.add_prerequisite", m_tick_add_prerequisite, prereq_params, tkd__empty_result,
+     "make a tick function wait for another", NULL},
+    {"tick.remove_prerequisite", m_tick_remove_prerequisite, prereq_params, tkd__empty_result,
+     "remove a prerequisite", NULL},
+    {"tick.dump", m_tick_dump, tkd__page_params, dump_result,
+     "every registered tick function, a page at a time", NULL},
+    {0}};

@@ -6,23 +6,13 @@
 
 /* ---- tickables ------------------------------------------------------------------------ */
 
-void m_tickable_add(req *r)
+static void m_tickable_add(req *r)
 {
-    KEYS("class", "tick_type", "when_paused", "props");
-    tkd_perr pe;
-    const char *cls, *tt = "conditional";
-    bool when_paused = false;
-    json_t *props = NULL;
-    if (!need_str(r, "class", &cls))
-        return;
-    READ(tkd_p_str(r->params, "tick_type", "", &tt, &pe));
-    READ(tkd_p_bool(r->params, "when_paused", "", &when_paused, &pe));
-    READ(tkd_p_obj(r->params, "props", "", &props, &pe));
-    tk_tickable_type type;
-    if (tk_tickable_type_parse(tt, &type) != 0) {
-        fail(r, -32602, "tick_type: must be always, conditional or never");
-        return;
-    }
+    const char *cls = arg(r, "class")->str, *tt = arg(r, "tick_type")->str;
+    bool when_paused = arg(r, "when_paused")->b;
+    json_t *props = arg(r, "props")->json;
+    tk_tickable_type type = TK_TICKABLE_CONDITIONAL;
+    tk_tickable_type_parse(tt, &type);
     tkd_arena a = {0};
     tks_prop_kv *kv;
     size_t n;
@@ -43,17 +33,7 @@ void m_tickable_add(req *r)
 
 static bool read_tickable(req *r, tk_tickable_id *out)
 {
-    tkd_perr pe;
-    uint64_t v;
-    int rc = tkd_p_u64(r->params, "id", "", 1, UINT64_MAX, &v, &pe);
-    if (rc < 0) {
-        fail_p(r, &pe);
-        return false;
-    }
-    if (rc == 0) {
-        fail(r, -32602, "id: required");
-        return false;
-    }
+    uint64_t v = arg(r, "id")->u;
     tk_tickable_info info;
     if (tk_tickable_get(r->d->world, v, &info) != 0) {
         fail(r, -32001, "id: tickable %llu does not exist", (unsigned long long)v);
@@ -63,36 +43,27 @@ static bool read_tickable(req *r, tk_tickable_id *out)
     return true;
 }
 
-void m_tickable_set(req *r)
+static void m_tickable_set(req *r)
 {
-    KEYS("id", "enabled", "when_paused", "tick_type");
-    tkd_perr pe;
     tk_tickable_id id;
     if (!read_tickable(r, &id))
         return;
-    bool en, wp;
-    const char *tt;
-    int has_en, has_wp, has_tt;
-    READ(has_en = tkd_p_bool(r->params, "enabled", "", &en, &pe));
-    READ(has_wp = tkd_p_bool(r->params, "when_paused", "", &wp, &pe));
-    READ(has_tt = tkd_p_str(r->params, "tick_type", "", &tt, &pe));
+    const tkd_val *en = arg(r, "enabled"), *wp = arg(r, "when_paused"), *tt = arg(r, "tick_type");
+    bool has_en = en->given, has_wp = wp->given, has_tt = tt->given;
     tk_tickable_type type = TK_TICKABLE_CONDITIONAL;
-    if (has_tt && tk_tickable_type_parse(tt, &type) != 0) {
-        fail(r, -32602, "tick_type: must be always, conditional or never");
-        return;
-    }
+    if (has_tt)
+        tk_tickable_type_parse(tt->str, &type);
     if (has_en)
-        tk_tickable_set_enabled(r->d->world, id, en);
+        tk_tickable_set_enabled(r->d->world, id, en->b);
     if (has_wp)
-        tk_tickable_set_when_paused(r->d->world, id, wp);
+        tk_tickable_set_when_paused(r->d->world, id, wp->b);
     if (has_tt)
         tk_tickable_set_type(r->d->world, id, type);
     ok(r, json_object());
 }
 
-void m_tickable_remove(req *r)
+static void m_tickable_remove(req *r)
 {
-    KEYS("id");
     tk_tickable_id id;
     if (!read_tickable(r, &id))
         return;
@@ -126,16 +97,57 @@ static json_t *tickable_json(tkd *d, tk_tickable_id id)
     return o;
 }
 
-void m_tickable_get(req *r)
+static void m_tickable_get(req *r)
 {
-    KEYS("id");
     tk_tickable_id id;
     if (!read_tickable(r, &id))
         return;
     ok(r, tickable_json(r->d, id));
 }
 
-void m_tickable_list(req *r)
+static void m_tickable_list(req *r)
 {
     list_reply(r, "tickables", tk_tickable_next, tickable_json, tk_tickable_count(r->d->world));
 }
+
+/* ---- the table ------------------------------------------------------------------- */
+
+static const char *const tick_types[] = {"always", "conditional", "never", NULL};
+
+static const tkd_field add_params[] = {
+    P_STR("class", TKD_F_REQUIRED, "tickable class (engine.info lists classes)"),
+    {.name = "tick_type", .type = TKD_T_STR, .enums = tick_types, .flags = TKD_F_DEFAULT,
+     .def_str = "conditional", .desc = "always, conditional (while enabled) or never"},
+    {.name = "when_paused", .type = TKD_T_BOOL, .flags = TKD_F_DEFAULT, .def = 0,
+     .desc = "ticks while the world is paused"},
+    P_OBJ("props", 0, "the class's props"), {0}};
+static const tkd_field id_result[] = {R_INT("id", "below 2^53"), {0}};
+static const tkd_field id_params[] = {
+    P_INT("id", TKD_F_REQUIRED, 1, UINT64_MAX, "tickable id"), {0}};
+static const tkd_field set_params[] = {
+    P_INT("id", TKD_F_REQUIRED, 1, UINT64_MAX, "tickable id"), P_BOOL("enabled", 0, NULL),
+    P_BOOL("when_paused", 0, NULL),
+    {.name = "tick_type", .type = TKD_T_STR, .enums = tick_types, .desc = NULL}, {0}};
+static const tkd_field get_result[] = {
+    R_INT("id", NULL),
+    {.name = "class", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE},
+    R_STR("tick_type", NULL), R_BOOL("enabled", NULL), R_BOOL("when_paused", NULL),
+    R_INT("ticks", NULL),
+    {.name = "last_frame", .type = TKD_T_INT, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
+     .hi = UINT64_MAX},
+    R_NUM("accum_dt", NULL), R_OBJ("props", NULL), {0}};
+static const tkd_field list_result[] = {
+    R_ARR("tickables", "each as tickable.get answers"), R_INT("total", NULL),
+    O_BOOL("truncated", "the page was cut to fit a reply"), O_INT("next_offset", "with truncated"),
+    {0}};
+
+const tkd_method tkd__tickable_methods[] = {
+    {"tickable.add", m_tickable_add, add_params, id_result, "add a tickable object", NULL},
+    {"tickable.set", m_tickable_set, set_params, tkd__empty_result, "change a tickable", NULL},
+    {"tickable.remove", m_tickable_remove, id_params, tkd__empty_result, "remove a tickable",
+     NULL},
+    {"tickable.get", m_tickable_get, id_params, get_result,
+     "a tickable's class, tick type, state and props", NULL},
+    {"tickable.list", m_tickable_list, tkd__page_params, list_result,
+     "tickables, a page at a time", NULL},
+    {0}};

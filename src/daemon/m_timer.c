@@ -153,31 +153,12 @@ static json_t *timer_json(tkd *d, tk_timer_handle h)
 
 static void set_timer(req *r, bool next_tick)
 {
-    tkd_perr pe;
     tk_timer_desc td = {0};
     td.first_delay = -1;
     if (!next_tick) {
-        KEYS("rate", "loop", "first_delay", "action");
-        int rc = tkd_p_num(r->params, "rate", "", -1e300, 1e9, &td.rate, &pe);
-        READ(rc);
-        if (rc == 0) {
-            fail(r, -32602, "rate: required");
-            return;
-        }
-        if (!(td.rate > 0)) {
-            fail(r, -32602, "rate: must be > 0 (use timer.clear to stop a timer)");
-            return;
-        }
-        if (td.rate < TKD_TIMER_MIN_RATE) {
-            fail(r, -32602, "rate: must be at least %g s (a looping timer runs its action once "
-                            "per elapsed period)",
-                 TKD_TIMER_MIN_RATE);
-            return;
-        }
-        READ(tkd_p_bool(r->params, "loop", "", &td.loop, &pe));
-        READ(tkd_p_num(r->params, "first_delay", "", -1e300, 1e9, &td.first_delay, &pe));
-    } else {
-        KEYS("action");
+        td.rate = arg(r, "rate")->num;
+        td.loop = arg(r, "loop")->b;
+        td.first_delay = arg(r, "first_delay")->num;
     }
     json_t *action;
     if (read_action(r, &action) < 0)
@@ -203,22 +184,12 @@ static void set_timer(req *r, bool next_tick)
     ok(r, o);
 }
 
-void m_timer_set(req *r) { set_timer(r, false); }
-void m_timer_set_for_next_tick(req *r) { set_timer(r, true); }
+static void m_timer_set(req *r) { set_timer(r, false); }
+static void m_timer_set_for_next_tick(req *r) { set_timer(r, true); }
 
 static bool read_handle(req *r, tk_timer_handle *h)
 {
-    tkd_perr pe;
-    uint64_t v;
-    int rc = tkd_p_u64(r->params, "handle", "", 1, UINT64_MAX, &v, &pe);
-    if (rc < 0) {
-        fail_p(r, &pe);
-        return false;
-    }
-    if (rc == 0) {
-        fail(r, -32602, "handle: required");
-        return false;
-    }
+    uint64_t v = arg(r, "handle")->u;
     if (!tk_timer_exists(r->d->world, v)) {
         fail(r, -32001, "handle: no such timer (unknown, cleared or finished)");
         return false;
@@ -229,7 +200,6 @@ static bool read_handle(req *r, tk_timer_handle *h)
 
 static void m_timer_op(req *r, int (*op)(tk_world_t *, tk_timer_handle))
 {
-    KEYS("handle");
     tk_timer_handle h;
     if (!read_handle(r, &h))
         return;
@@ -241,22 +211,66 @@ static void m_timer_op(req *r, int (*op)(tk_world_t *, tk_timer_handle))
     ok(r, json_object());
 }
 
-void m_timer_clear(req *r) { m_timer_op(r, tk_timer_clear); }
-void m_timer_pause(req *r) { m_timer_op(r, tk_timer_pause); }
-void m_timer_unpause(req *r) { m_timer_op(r, tk_timer_unpause); }
+static void m_timer_clear(req *r) { m_timer_op(r, tk_timer_clear); }
+static void m_timer_pause(req *r) { m_timer_op(r, tk_timer_pause); }
+static void m_timer_unpause(req *r) { m_timer_op(r, tk_timer_unpause); }
 
-void m_timer_get(req *r)
+static void m_timer_get(req *r)
 {
-    KEYS("handle");
     tk_timer_handle h;
     if (!read_handle(r, &h))
         return;
     ok(r, timer_json(r->d, h));
 }
 
-void m_timer_list(req *r)
+static void m_timer_list(req *r)
 {
     tk_timer_counts tm;
     tk_timer_get_counts(r->d->world, &tm);
     list_reply(r, "timers", tk_timer_next, timer_json, tm.active + tm.paused + tm.pending);
 }
+
+/* ---- the table ------------------------------------------------------------------- */
+
+static const tkd_field action_fields[] = {
+    P_STR("method", TKD_F_REQUIRED, "a method (not world.load, events.*, engine.profile, "
+                                    "world.trace)"),
+    P_OBJ("params", 0, "its params"), {0}};
+#define P_ACTION                                                                                  \
+    {.name = "action", .type = TKD_T_OBJ, .fields = action_fields, .ref = "action",             \
+     .desc = "the call to run when the timer fires (absent: none)"}
+
+static const tkd_field set_params[] = {
+    P_NUM("rate", TKD_F_REQUIRED, TKD_TIMER_MIN_RATE, 1e9, "period, s"),
+    {.name = "loop", .type = TKD_T_BOOL, .flags = TKD_F_DEFAULT, .def = 0,
+     .desc = "run every rate seconds (a late one catches up once per period)"},
+    {.name = "first_delay", .type = TKD_T_NUM, .flags = TKD_F_DEFAULT, .min = -HUGE_VAL, .max = 1e9,
+     .def = -1, .desc = "s before the first run (negative: rate)"},
+    P_ACTION, {0}};
+static const tkd_field next_tick_params[] = {P_ACTION, {0}};
+static const tkd_field handle_result[] = {R_INT("handle", "below 2^53"), {0}};
+static const tkd_field handle_params[] = {
+    P_INT("handle", TKD_F_REQUIRED, 1, UINT64_MAX, "timer handle"), {0}};
+static const tkd_field get_result[] = {
+    R_INT("handle", NULL), R_STR("status", "active, paused, pending or ..."),
+    R_NUM("rate", "s"), R_BOOL("loop", NULL), R_NUM("elapsed", "s"), R_NUM("remaining", "s"),
+    R_INT("fired", NULL), O_INT("tickable", "owner: a tickable's id"),
+    O_INT("owner", "owner: an entity id"), O_OBJ("action", "{method, params?}"), {0}};
+static const tkd_field list_result[] = {
+    R_ARR("timers", "each as timer.get answers"), R_INT("total", NULL),
+    O_BOOL("truncated", "the page was cut to fit a reply"), O_INT("next_offset", "with truncated"),
+    {0}};
+
+const tkd_method tkd__timer_methods[] = {
+    {"timer.set", m_timer_set, set_params, handle_result,
+     "start a timer running an action", NULL},
+    {"timer.set_for_next_tick", m_timer_set_for_next_tick, next_tick_params, handle_result,
+     "run an action on the next frame", NULL},
+    {"timer.clear", m_timer_clear, handle_params, tkd__empty_result, "cancel a timer", NULL},
+    {"timer.pause", m_timer_pause, handle_params, tkd__empty_result, "pause a timer", NULL},
+    {"timer.unpause", m_timer_unpause, handle_params, tkd__empty_result, "resume a paused timer",
+     NULL},
+    {"timer.get", m_timer_get, handle_params, get_result, "a timer's status, rate and counters",
+     NULL},
+    {"timer.list", m_timer_list, tkd__page_params, list_result, "timers, a page at a time", NULL},
+    {0}};

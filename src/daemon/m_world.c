@@ -6,9 +6,8 @@
 
 #include "methods_int.h"
 
-void m_world_step_stop(req *r)
+static void m_world_step_stop(req *r)
 {
-    NOKEYS();
     tkd *d = r->d;
     /* Answer the waiters first: what each ran is read off the queue. */
     size_t n = stop_waiters(d, W_STEP);
@@ -29,9 +28,8 @@ static json_t *levels_names(tkd *d)
     return a;
 }
 
-void m_world_status(req *r)
+static void m_world_status(req *r)
 {
-    NOKEYS();
     tkd *d = r->d;
     tk_world_time t;
     tk_world_get_time(d->world, &t);
@@ -55,31 +53,21 @@ static void paused_result(req *r)
     ok(r, o);
 }
 
-void m_world_pause(req *r)
+static void m_world_pause(req *r)
 {
-    NOKEYS();
     tk_world_set_paused(r->d->world, true);
     paused_result(r);
 }
 
-void m_world_unpause(req *r)
+static void m_world_unpause(req *r)
 {
-    NOKEYS();
     tk_world_set_paused(r->d->world, false);
     paused_result(r);
 }
 
-void m_world_step(req *r)
+static void m_world_step(req *r)
 {
-    KEYS("frames");
-    tkd_perr pe;
-    uint64_t n = 1;
-    int rc = tkd_p_u64(r->params, "frames", "", 1, 1000000000ull, &n, &pe);
-    READ(rc);
-    if (rc == 0) {
-        fail(r, -32602, "frames: required");
-        return;
-    }
+    uint64_t n = arg(r, "frames")->u;
     tkd *d = r->d;
     if (!tk_world_paused(d->world)) {
         fail(r, -32002, "the world is not paused (world.pause first)");
@@ -96,17 +84,9 @@ void m_world_step(req *r)
     defer(r);
 }
 
-void m_world_set_time_dilation(req *r)
+static void m_world_set_time_dilation(req *r)
 {
-    KEYS("value");
-    tkd_perr pe;
-    double v;
-    int rc = tkd_p_num(r->params, "value", "", -1e300, 1e300, &v, &pe);
-    READ(rc);
-    if (rc == 0) {
-        fail(r, -32602, "value: required");
-        return;
-    }
+    double v = arg(r, "value")->num;
     double applied;
     tk_world_set_time_dilation(r->d->world, v, &applied);
     json_t *o = json_object();
@@ -115,7 +95,7 @@ void m_world_set_time_dilation(req *r)
 }
 
 /* world.trace and engine.profile live in profile.c. */
-void m_world_trace(req *r)
+static void m_world_trace(req *r)
 {
     r->answered = true;
     tkd_prof_world_trace(r->d, r->call, r->params);
@@ -123,10 +103,7 @@ void m_world_trace(req *r)
 
 static void snapshot_method(req *r, bool save)
 {
-    KEYS("path");
-    tkd_perr pe;
-    const char *path = NULL;
-    READ(tkd_p_str(r->params, "path", "", &path, &pe));
+    const char *path = arg(r, "path")->str;
     if (r->d->offline)
         path = NULL; /* never a path from the input */
     char err[TKD_ERR_MAX];
@@ -174,5 +151,59 @@ static void snapshot_method(req *r, bool save)
     ok(r, info);
 }
 
-void m_world_save(req *r) { snapshot_method(r, true); }
-void m_world_load(req *r) { snapshot_method(r, false); }
+static void m_world_save(req *r) { snapshot_method(r, true); }
+static void m_world_load(req *r) { snapshot_method(r, false); }
+
+/* ---- the table ------------------------------------------------------------------- */
+
+static const tkd_field status_result[] = {
+    R_INT("frame", NULL), R_NUM("world_time", "s, dilated, not while paused"),
+    R_NUM("real_time", "s"), R_NUM("unpaused_time", "s"), R_BOOL("paused", NULL),
+    R_NUM("time_dilation", NULL), R_ARR("levels", "level names"), R_INT("entities", NULL),
+    R_INT("steps_pending", "frames world.step still has to run"), {0}};
+static const tkd_field paused_fields[] = {R_BOOL("paused", NULL), {0}};
+
+static const tkd_field step_params[] = {
+    P_INT("frames", TKD_F_REQUIRED, 1, 1000000000, "frames to run as if unpaused"), {0}};
+static const tkd_field step_result[] = {
+    R_INT("frame", "the frame after the last step"),
+    O_INT("frames", "world.step_stop: the frames that ran"),
+    O_BOOL("stopped", "true: world.step_stop ended it"), {0}};
+
+static const tkd_field dilation_params[] = {
+    P_NUM("value", TKD_F_REQUIRED, -HUGE_VAL, HUGE_VAL,
+          "time dilation; the world clamps it to [0.0001, 20]"),
+    {0}};
+static const tkd_field dilation_result[] = {R_NUM("value", "the dilation applied"), {0}};
+
+static const tkd_field trace_params[] = {
+    P_INT("frames", TKD_F_REQUIRED, 1, TRACE_MAX_FRAMES, "frames to trace"), {0}};
+static const tkd_field trace_result[] = {
+    R_ARR("frames", "per frame: frame, start, ms, dur, ticks (start, dur), spans"),
+    R_BOOL("truncated", "the trace reached its size limit"), {0}};
+
+static const tkd_field snapshot_params[] = {
+    P_STR("path", 0, "the file, in [snapshot] dir (absent: [snapshot] path)"), {0}};
+static const tkd_field snapshot_result[] = {
+    R_STR("path", NULL), R_INT("bytes", NULL), R_INT("entities", NULL), R_INT("timers", NULL),
+    R_INT("tickables", NULL), {0}};
+
+const tkd_method tkd__world_methods[] = {
+    {"world.status", m_world_status, tkd__no_params, status_result,
+     "frame, world, real and unpaused time, paused, dilation, levels", NULL},
+    {"world.pause", m_world_pause, tkd__no_params, paused_fields,
+     "pause the world (only even_when_paused ticks run)", NULL},
+    {"world.unpause", m_world_unpause, tkd__no_params, paused_fields, "resume the world", NULL},
+    {"world.step", m_world_step, step_params, step_result,
+     "run frames as if unpaused; the world must be paused", "Answered later."},
+    {"world.step_stop", m_world_step_stop, tkd__no_params, paused_fields + 1,
+     "drop pending steps (waiting world.step calls answer what ran, stopped: true)", NULL},
+    {"world.set_time_dilation", m_world_set_time_dilation, dilation_params, dilation_result,
+     "set the world's time dilation", NULL},
+    {"world.trace", m_world_trace, trace_params, trace_result,
+     "tick functions and spans of the next frames", "Answered later."},
+    {"world.save", m_world_save, snapshot_params, snapshot_result, "write a snapshot",
+     "Written by a child process; answered when done."},
+    {"world.load", m_world_load, snapshot_params, snapshot_result,
+     "replace the world by a snapshot", "Read aside, applied at a frame boundary."},
+    {0}};

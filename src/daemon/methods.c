@@ -107,17 +107,6 @@ void defer(req *r)
         tkd_call_defer(r->call);
 }
 
-/* Check params' names; on error answer and return false. */
-bool keys(req *r, const char *const *allowed)
-{
-    tkd_perr e;
-    if (tkd_p_keys(r->params, "", allowed, &e)) {
-        fail_p(r, &e);
-        return false;
-    }
-    return true;
-}
-
 /*
  * What one reply may hold: the client's control.max_output less room for
  * the envelope, so a listing is never computed past what could be sent.
@@ -429,21 +418,6 @@ static void job_cancel(tkd *d, tkd_job *j)
     }
 }
 
-bool need_str(req *r, const char *key, const char **out)
-{
-    tkd_perr pe;
-    int rc = tkd_p_str(r->params, key, "", out, &pe);
-    if (rc < 0) {
-        fail_p(r, &pe);
-        return false;
-    }
-    if (rc == 0) {
-        fail(r, -32602, "%s: required", key);
-        return false;
-    }
-    return true;
-}
-
 /*
  * {key: [item(x) ...], "total"}: the items the core's iterator `next` gives,
  * skipping `offset`, at most `limit` (default 100), and never more than fit
@@ -454,11 +428,7 @@ void list_reply(req *r, const char *key,
                        bool (*next)(const tk_world_t *, uint64_t *, uint64_t *),
                        json_t *(*item)(tkd *, uint64_t), uint64_t total)
 {
-    KEYS("offset", "limit");
-    tkd_perr pe;
-    uint64_t offset = 0, limit = 100;
-    READ(tkd_p_u64(r->params, "offset", "", 0, UINT64_MAX, &offset, &pe));
-    READ(tkd_p_u64(r->params, "limit", "", 0, LIST_MAX, &limit, &pe));
+    uint64_t offset = arg(r, "offset")->u, limit = arg(r, "limit")->u;
     json_t *a = json_array();
     size_t budget = out_budget(r), used = 0;
     uint64_t cur = 0, x, k = 0, until = list_deadline(r);
@@ -490,73 +460,72 @@ void list_reply(req *r, const char *key,
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-typedef struct method_entry {
-    const char *name;
-    void (*fn)(req *r);
-} method_entry;
+const tkd_field tkd__no_params[] = {{0}};
+const tkd_field tkd__empty_result[] = {{0}};
+const tkd_field tkd__page_params[] = {
+    {.name = "offset", .type = TKD_T_INT, .flags = TKD_F_DEFAULT, .lo = 0, .hi = UINT64_MAX,
+     .def = 0, .desc = "items to skip"},
+    {.name = "limit", .type = TKD_T_INT, .flags = TKD_F_DEFAULT, .lo = 0, .hi = LIST_MAX,
+     .def = 100, .desc = "most items in the page (fewer if the reply would pass max_output)"},
+    {0}};
 
-static const method_entry methods[] = {
-    {"engine.info", m_engine_info},
-    {"engine.stats", m_engine_stats},
-    {"engine.set_tick_rate", m_engine_set_tick_rate},
-    {"engine.sprint", m_engine_sprint},
-    {"engine.sprint_stop", m_engine_sprint_stop},
-    {"engine.profile", m_engine_profile},
-    {"engine.shutdown", m_engine_shutdown},
-    {"world.status", m_world_status},
-    {"world.pause", m_world_pause},
-    {"world.unpause", m_world_unpause},
-    {"world.step", m_world_step},
-    {"world.step_stop", m_world_step_stop},
-    {"world.set_time_dilation", m_world_set_time_dilation},
-    {"world.trace", m_world_trace},
-    {"world.save", m_world_save},
-    {"world.load", m_world_load},
-    {"level.list", m_level_list},
-    {"level.add", m_level_add},
-    {"level.remove", m_level_remove},
-    {"entity.spawn", m_entity_spawn},
-    {"entity.destroy", m_entity_destroy},
-    {"entity.get", m_entity_get},
-    {"entity.list", m_entity_list},
-    {"entity.set_props", m_entity_set_props},
-    {"tick.set", m_tick_set},
-    {"tick.add_prerequisite", m_tick_add_prerequisite},
-    {"tick.remove_prerequisite", m_tick_remove_prerequisite},
-    {"tick.dump", m_tick_dump},
-    {"timer.set", m_timer_set},
-    {"timer.set_for_next_tick", m_timer_set_for_next_tick},
-    {"timer.clear", m_timer_clear},
-    {"timer.pause", m_timer_pause},
-    {"timer.unpause", m_timer_unpause},
-    {"timer.get", m_timer_get},
-    {"timer.list", m_timer_list},
-    {"tickable.add", m_tickable_add},
-    {"tickable.set", m_tickable_set},
-    {"tickable.remove", m_tickable_remove},
-    {"tickable.get", m_tickable_get},
-    {"tickable.list", m_tickable_list},
-    {"events.subscribe", m_events_subscribe},
-    {"events.unsubscribe", m_events_unsubscribe},
-};
+/* Each area's rows, in the order engine.info lists the methods (reqstats
+ * counts by this order's index). */
+static const tkd_method *const areas[] = {
+    tkd__engine_methods, tkd__world_methods, tkd__level_methods,    tkd__entity_methods,
+    tkd__tick_methods,   tkd__timer_methods, tkd__tickable_methods, tkd__events_methods,
+    tkd__rpc_methods};
 
-#define N_METHODS (sizeof methods / sizeof methods[0])
+#define MAX_METHODS 96
+static const tkd_method *all[MAX_METHODS];
+static size_t n_methods;
+
+const tkd_method *const *tkd__methods(size_t *n)
+{
+    if (!n_methods) {
+        for (size_t a = 0; a < sizeof areas / sizeof *areas; a++) {
+            for (const tkd_method *m = areas[a]; m->name; m++) {
+                if (n_methods == MAX_METHODS || n_methods == TKD_REQSTATS_MAX_METHODS) {
+                    tk_log_error("methods: more than %d methods", MAX_METHODS);
+                    abort();
+                }
+                all[n_methods++] = m;
+            }
+        }
+    }
+    *n = n_methods;
+    return all;
+}
+
+#define N_METHODS n_methods
 
 const char *const *tkd_method_names(void)
 {
-    static const char *names[N_METHODS + 1];
+    static const char *names[MAX_METHODS + 1];
+    size_t n;
+    const tkd_method *const *m = tkd__methods(&n);
     if (!names[0])
-        for (size_t i = 0; i < N_METHODS; i++)
-            names[i] = methods[i].name;
+        for (size_t i = 0; i < n; i++)
+            names[i] = m[i]->name;
     return names;
+}
+
+/* The index of `name` in the table, or N_METHODS. */
+static size_t method_index(const char *name)
+{
+    size_t n;
+    const tkd_method *const *m = tkd__methods(&n);
+    size_t i = 0;
+    while (name && i < n && strcmp(m[i]->name, name))
+        i++;
+    return name ? i : n;
 }
 
 bool tkd_method_exists(const char *name)
 {
-    for (size_t i = 0; name && i < N_METHODS; i++)
-        if (!strcmp(methods[i].name, name))
-            return true;
-    return false;
+    size_t n;
+    tkd__methods(&n);
+    return method_index(name) < n;
 }
 
 /* What a client of the read-only socket may call: what reads and nothing
@@ -603,11 +572,12 @@ bool tkd_method_readonly(const char *name)
 
 void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
 {
-    req r = {d, call, method, params, false, 0};
+    req r = {d, call, method, params, false, 0, NULL, {{0}}};
     uint64_t t0 = tk_clock_now_ns();
-    size_t i = 0;
-    while (i < N_METHODS && strcmp(methods[i].name, method))
-        i++;
+    size_t n;
+    const tkd_method *const *table = tkd__methods(&n);
+    size_t i = method_index(method);
+    tkd_perr pe;
     if (i == N_METHODS) {
         fail(&r, -32601, "method not found: %s", method);
     } else if (d->cfg.max_memory && grows_state(method) && over_memory(d)) {
@@ -621,8 +591,11 @@ void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
              "%s is not allowed on the read-only socket: use the control socket "
              "([control] socket)",
              method);
+    } else if (r.m = table[i], tkd_p_check(params, r.m->params, "", true, r.v, &pe) < 0) {
+        /* What the table refuses never reaches the handler. */
+        fail_p(&r, &pe);
     } else {
-        methods[i].fn(&r);
+        r.m->fn(&r);
         if (!r.answered)
             fail(&r, -32603, "internal error: %s did not answer", method);
     }
@@ -702,6 +675,7 @@ void tkd_methods_shutdown(tkd *d)
     }
     free(d->info_text);
     d->info_text = NULL;
+    tkd__discover_free();
     tkd_prof_shutdown(d);
     while (d->waiters) {
         tkd_waiter *w = d->waiters;

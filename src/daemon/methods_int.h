@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "daemon.h"
@@ -24,6 +25,8 @@
 #define LIST_MAX         1000000
 #define SPAWN_IDS_MAX    1000
 
+typedef struct tkd_method tkd_method;
+
 typedef struct req {
     tkd *d;
     tkd_call *call; /* NULL: a timer action */
@@ -31,7 +34,72 @@ typedef struct req {
     json_t *params; /* borrowed, may be NULL */
     bool answered;
     int code;       /* error code answered with, 0 = none (reqstats) */
+    const tkd_method *m;       /* its row of the method table             */
+    tkd_val v[TKD_MAX_FIELDS]; /* its params, read by m->params (arg())   */
 } req;
+
+/*
+ * A row of the method table.  Each area's file holds the rows of its
+ * methods (tkd__<area>_methods, ending with a row whose name is NULL), next
+ * to the handlers: `params` is checked before the handler runs (tkd_exec:
+ * unknown names, required, types, ranges, enums), and it and `result` are
+ * what rpc.discover documents.
+ */
+struct tkd_method {
+    const char *name;
+    void (*fn)(req *r);
+    const tkd_field *params;  /* the params, in order                      */
+    const tkd_field *result;  /* the members of the result object          */
+    const char *summary;      /* one line                                  */
+    const char *desc;         /* more, or NULL                             */
+};
+
+/* The value of param `name` of the request (checked, or its default). */
+#define arg(r, name) tkd_p_val((r)->m->params, (r)->v, name)
+
+/* No params. */
+extern const tkd_field tkd__no_params[];
+/* The params of a page of a listing: offset, limit (list_reply). */
+extern const tkd_field tkd__page_params[];
+/* The selectors first, count, level, class (read_selector, m_entity.c). */
+extern const tkd_field tkd__selector_fields[];
+/* An empty result object. */
+extern const tkd_field tkd__empty_result[];
+
+/* The areas' rows (m_<area>.c and discover.c), in the order engine.info
+ * lists them. */
+extern const tkd_method tkd__engine_methods[], tkd__world_methods[], tkd__level_methods[],
+    tkd__entity_methods[], tkd__tick_methods[], tkd__timer_methods[], tkd__tickable_methods[],
+    tkd__events_methods[], tkd__rpc_methods[];
+/* Every row, in that order; *n gets how many. */
+const tkd_method *const *tkd__methods(size_t *n);
+
+/* discover.c: the OpenRPC document (new reference); the cached text freed. */
+json_t *tkd_discover_json(void);
+void tkd__discover_free(void);
+
+/* Result rows, shortly: R_<type>(name, description) is a member always
+ * there; O_<type> one that may be absent. */
+#define R_(n, t, f, d) {.name = n, .type = t, .flags = f, .hi = UINT64_MAX, .min = -HUGE_VAL, \
+                        .max = HUGE_VAL, .desc = d}
+#define R_INT(n, d)  R_(n, TKD_T_INT, TKD_F_REQUIRED, d)
+#define R_NUM(n, d)  R_(n, TKD_T_NUM, TKD_F_REQUIRED, d)
+#define R_BOOL(n, d) R_(n, TKD_T_BOOL, TKD_F_REQUIRED, d)
+#define R_STR(n, d)  R_(n, TKD_T_STR, TKD_F_REQUIRED, d)
+#define R_OBJ(n, d)  R_(n, TKD_T_OBJ, TKD_F_REQUIRED, d)
+#define R_ARR(n, d)  R_(n, TKD_T_ARR, TKD_F_REQUIRED, d)
+#define O_INT(n, d)  R_(n, TKD_T_INT, 0, d)
+#define O_NUM(n, d)  R_(n, TKD_T_NUM, 0, d)
+#define O_BOOL(n, d) R_(n, TKD_T_BOOL, 0, d)
+#define O_STR(n, d)  R_(n, TKD_T_STR, 0, d)
+#define O_OBJ(n, d)  R_(n, TKD_T_OBJ, 0, d)
+#define O_ARR(n, d)  R_(n, TKD_T_ARR, 0, d)
+/* Param rows: an integer in [lo, hi], a number in [min, max]. */
+#define P_INT(n, f, l, h, d) {.name = n, .type = TKD_T_INT, .flags = f, .lo = l, .hi = h, .desc = d}
+#define P_NUM(n, f, l, h, d) {.name = n, .type = TKD_T_NUM, .flags = f, .min = l, .max = h, .desc = d}
+#define P_STR(n, f, d)       {.name = n, .type = TKD_T_STR, .flags = f, .desc = d}
+#define P_BOOL(n, f, d)      {.name = n, .type = TKD_T_BOOL, .flags = f, .desc = d}
+#define P_OBJ(n, f, d)       {.name = n, .type = TKD_T_OBJ, .flags = f, .desc = d}
 
 typedef enum { W_STEP, W_SPRINT } waiter_kind;
 
@@ -45,28 +113,6 @@ struct tkd_waiter {
     uint64_t start_ns;
     tk_frame_stats *fs;
 };
-
-#define KEYS(...)                                                                                  \
-    do {                                                                                           \
-        static const char *const k_[] = {__VA_ARGS__, NULL};                                       \
-        if (!keys(r, k_))                                                                          \
-            return;                                                                                \
-    } while (0)
-#define NOKEYS()                                                                                   \
-    do {                                                                                           \
-        static const char *const k_[] = {NULL};                                                    \
-        if (!keys(r, k_))                                                                          \
-            return;                                                                                \
-    } while (0)
-
-/* Run a reader; on error answer and return from the handler. */
-#define READ(expr)                                                                                 \
-    do {                                                                                           \
-        if ((expr) < 0) {                                                                          \
-            fail_p(r, &pe);                                                                        \
-            return;                                                                                \
-        }                                                                                          \
-    } while (0)
 
 /*
  * Big requests in slices.  A client's spawn that registers more than
@@ -130,7 +176,6 @@ typedef struct selector {
 #define fail_p(r, e)             tkd__fail_p(r, e)
 #define fail_tk(r, tk_err, msg)  tkd__fail_tk(r, tk_err, msg)
 #define defer(r)                 tkd__defer(r)
-#define keys(r, allowed)         tkd__keys(r, allowed)
 
 /* Answer `result` (a new reference, taken). */
 void ok(req *r, json_t *result);
@@ -140,8 +185,6 @@ void fail_p(req *r, const tkd_perr *e);
 void fail_tk(req *r, int tk_err, const char *msg);
 /* The call is answered later (waiters, jobs). */
 void defer(req *r);
-/* Check params' names; on error answer and return false. */
-bool keys(req *r, const char *const *allowed);
 
 static inline json_t *jid(uint64_t v) { return json_integer((json_int_t)v); }
 
@@ -162,13 +205,10 @@ void list_reply(req *r, const char *key, bool (*next)(const tk_world_t *, uint64
 
 /* ---- params shared by several areas --------------------------------------------------- */
 
-#define need_str(r, key, out)            tkd__need_str(r, key, out)
 #define read_props(r, props, a, kv, n)   tkd__read_props(r, props, a, kv, n)
 #define read_selector(r, sel)            tkd__read_selector(r, sel)
 #define select_ids(d, sel, n)            tkd__select_ids(d, sel, n)
 
-/* A required string param; false (answered) if absent or not a string. */
-bool need_str(req *r, const char *key, const char **out);
 /* m_entity.c */
 bool read_props(req *r, const json_t *props, tkd_arena *a, tks_prop_kv **kv, size_t *n);
 int read_selector(req *r, selector *sel);
@@ -202,50 +242,5 @@ uint64_t rss_bytes(void);
 json_t *mspt_json(const tk_mspt *m);
 /* m_tick.c: a tick function's prerequisites as entity ids or {id, component}. */
 json_t *prereq_ids(tkd *d, tk_tick_id id);
-
-/* ---- the handlers (the table is in methods.c) --------------------------------------------- */
-
-void m_engine_info(req *r);
-void m_engine_stats(req *r);
-void m_engine_set_tick_rate(req *r);
-void m_engine_sprint(req *r);
-void m_engine_sprint_stop(req *r);
-void m_engine_profile(req *r);
-void m_engine_shutdown(req *r);
-void m_world_status(req *r);
-void m_world_pause(req *r);
-void m_world_unpause(req *r);
-void m_world_step(req *r);
-void m_world_step_stop(req *r);
-void m_world_set_time_dilation(req *r);
-void m_world_trace(req *r);
-void m_world_save(req *r);
-void m_world_load(req *r);
-void m_level_list(req *r);
-void m_level_add(req *r);
-void m_level_remove(req *r);
-void m_entity_spawn(req *r);
-void m_entity_destroy(req *r);
-void m_entity_get(req *r);
-void m_entity_list(req *r);
-void m_entity_set_props(req *r);
-void m_tick_set(req *r);
-void m_tick_add_prerequisite(req *r);
-void m_tick_remove_prerequisite(req *r);
-void m_tick_dump(req *r);
-void m_timer_set(req *r);
-void m_timer_set_for_next_tick(req *r);
-void m_timer_clear(req *r);
-void m_timer_pause(req *r);
-void m_timer_unpause(req *r);
-void m_timer_get(req *r);
-void m_timer_list(req *r);
-void m_tickable_add(req *r);
-void m_tickable_set(req *r);
-void m_tickable_remove(req *r);
-void m_tickable_get(req *r);
-void m_tickable_list(req *r);
-void m_events_subscribe(req *r);
-void m_events_unsubscribe(req *r);
 
 #endif
