@@ -26,6 +26,10 @@ DEB_TOOLS := pkg-config
 # check and scrape the /metrics endpoint; python3 and pip3 run and install
 # the Python client, tests/python)
 DEP_CMDS  := promtool:prometheus prometheus:prometheus python3:python3 pip3:python3-pip
+# Python module -> Debian package: modules the Python tests import (jsonschema
+# checks rpc.discover's document against the OpenRPC meta-schema); found in
+# python3 or in the system's /usr/bin/python3
+DEP_PYMODS := jsonschema:python3-jsonschema
 
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -138,6 +142,11 @@ deps:
 	  cmd=$${pair%%:*}; deb=$${pair#*:}; \
 	  command -v $$cmd >/dev/null 2>&1 || case " $$missing " in *" $$deb "*) ;; \
 	    *) missing="$$missing $$deb";; esac; \
+	done; \
+	for pair in $(DEP_PYMODS); do \
+	  mod=$${pair%%:*}; deb=$${pair#*:}; \
+	  python3 -c "import $$mod" >/dev/null 2>&1 || \
+	    /usr/bin/python3 -c "import $$mod" >/dev/null 2>&1 || missing="$$missing $$deb"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps: installing$$missing"; \

@@ -119,6 +119,8 @@ static const tk_ctl_method_t methods[] = {
     {"events.subscribe", "topics",
      "receive event notifications on this connection (see --watch)"},
     {"events.unsubscribe", "[topics]", "stop receiving notifications"},
+    {"rpc.discover", "", "OpenRPC document: every method, its params (types, ranges, enums)\n"
+                         "      and its result"},
 };
 
 const tk_ctl_method_t *tk__ctl_methods(size_t *n)
@@ -280,6 +282,7 @@ static void print_help(void)
            "\"world.status\"}'\n"
            "  tickctl stats\n"
            "  tickctl --compact engine.stats\n"
+           "  tickctl rpc.discover > tickd.openrpc.json\n"
            "  tickctl --watch stats\n"
            "  tickctl -s /tmp/tickd.sock --watch overrun,slow_tick\n"
            "  tickctl '[{\"method\":\"world.trace\",\"params\":{\"frames\":2}},\n"
