@@ -150,10 +150,16 @@ START_TEST(profile_params_and_limits)
     tkit_err(c, TKIT_INVALID_PARAMS, "world.trace", "timer.set",
              "{\"rate\":1,\"action\":{\"method\":\"world.trace\",\"params\":{\"frames\":1}}}");
 
-    /* One running profile per connection; another connection may run one. */
+    /* One running profile per connection; another connection may run one.
+     * The two calls go in one write, so that no frame runs between them
+     * (pause frames count: two of them end the first profile). */
     tkit_ok(c, "world.pause", NULL);
-    long long id = tkit_send_request(c, "engine.profile", "{\"frames\":2}");
-    tkit_err(c, TKIT_INVALID_STATE, "already running", "engine.profile", "{\"frames\":1}");
+    static const char two[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":9001,\"method\":\"engine.profile\",\"params\":{\"frames\":2}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":9002,\"method\":\"engine.profile\",\"params\":{\"frames\":1}}\n";
+    tkit_send_raw(c, two, sizeof two - 1);
+    long long id = 9001;
+    tkit_assert_error(tkit_recv_id(c, 9002), TKIT_INVALID_STATE, "already running");
     tkit_conn *c2 = tkit_connect(d);
     long long id2 = tkit_send_request(c2, "engine.profile", "{\"frames\":1}");
     tkit_ok(c2, "world.unpause", NULL);

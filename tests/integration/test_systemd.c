@@ -766,7 +766,9 @@ START_TEST(systemd_watchdog_cadence)
     ck_assert_uint_ge(n, 6);
     for (size_t i = 1; i < n; i++) {
         double gap = at[i] - at[i - 1];
-        ck_assert_msg(gap >= period / 4 && gap <= period / 2,
+        /* tickd pings every period / 2; systemd needs one within the
+         * period (a loaded machine may delay a ping, not skip it). */
+        ck_assert_msg(gap >= period / 4 && gap < period,
                       "ping %zu came %.0f ms after the previous one (period %.0f ms)", i, gap * 1e3,
                       period * 1e3);
     }
@@ -791,8 +793,10 @@ START_TEST(systemd_watchdog_slow_tick_rate)
     wait_pings(8, TKIT_DEADLINE_S);
     double at[64];
     size_t n = ping_times(at, 64);
+    /* Within the period (tickd aims at half of it), though frames are 500
+     * ms apart: without pings while it waits, gaps would be 500 ms. */
     for (size_t i = 1; i < n; i++)
-        ck_assert_msg(at[i] - at[i - 1] <= period / 2,
+        ck_assert_msg(at[i] - at[i - 1] < period,
                       "ping %zu came %.0f ms after the previous one (period %.0f ms)", i,
                       (at[i] - at[i - 1]) * 1e3, period * 1e3);
     sdd_stop(&d, SIGTERM);
