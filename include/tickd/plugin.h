@@ -40,11 +40,10 @@
  * class is destroyed; a tickable's stay valid until it is removed.  Keep entity ids, not pointers, across frames: timers
  * hand their callback the current instance, entity_state finds a state by id.
  *
- * Threads: ticks happen on tickd's frame thread.  world.load builds the
- * loaded world on a thread of its own and frees the replaced one on another:
- * check, create and destroy of those instances (and the api calls they make)
- * may run there while the frame thread ticks other instances of the class.
- * They must touch only their instance and what ctx gives them.
+ * Threads: every call happens on tickd's frame thread, except `check` during
+ * world.load, which runs on the loading thread (it has no side effects).  A
+ * world holding instances of a class with create or destroy hooks is loaded
+ * on the frame thread; other worlds are built and freed aside.
  *
  * A plugin exports two symbols:
  *

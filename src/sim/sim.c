@@ -165,6 +165,27 @@ void tks_free(tks_sim *s)
     tk_free(s);
 }
 
+bool tks_class_hooks_anywhere(const tks_class *c)
+{
+    return strcmp(c->origin, "built-in") == 0 || (!c->p->create && !c->p->destroy);
+}
+
+bool tks_needs_frame_thread(const tks_sim *s)
+{
+    for (size_t i = 0; i < s->n_classes; i++) {
+        const tks_class *c = s->classes[i];
+        if (!tks_class_hooks_anywhere(c) && c->store.live)
+            return true;
+    }
+    for (size_t i = 0; i < s->n_tickables; i++) {
+        tk_tickable_info info;
+        if (tk_tickable_get(s->w, s->tickables[i], &info) == 0 && info.ud &&
+            !tks_class_hooks_anywhere(((const tks_tickable *)info.ud)->cls))
+            return true;
+    }
+    return false;
+}
+
 void tks__keep_handle(tks_sim *s, void *handle)
 {
     s->handles = tk_realloc(s->handles, (s->n_handles + 1) * sizeof *s->handles);

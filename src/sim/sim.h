@@ -121,14 +121,21 @@ void tks_free(tks_sim *s);
  * only reads (its class table is fixed once plugins are loaded), so it may
  * run on another thread while `like` runs frames.  Restore into it with the
  * tks_restore_* calls and tkd's timer restore, on that one thread; class
- * check/create hooks run there (plugin.h).  tks_swap, between frames on the
+ * check and create hooks run there (see tks_class_hooks_anywhere).  tks_swap, between frames on the
  * frame thread, makes it the engine's (tk_engine_swap_world), gives it the
  * core-ticker pass and the plugin libraries, and returns it; `live` is left
  * detached with the old world: tks_free it, on any thread (its classes'
- * destroy hooks run there).
+ * destroy hooks run there: see tks_class_hooks_anywhere).
  */
 tks_sim *tks_new_aside(const tks_sim *like);
 tks_sim *tks_swap(tks_sim *live, tks_sim *aside);
+/* May c's create and destroy hooks run off the frame thread (world.load
+ * building or freeing a world aside)?  A built-in class's, and a class
+ * without those hooks.  Other plugin classes' hooks may share state with
+ * their ticks: their instances are loaded and cleared on the frame thread. */
+bool tks_class_hooks_anywhere(const tks_class *c);
+/* Does the world hold an instance of a class for which that is false? */
+bool tks_needs_frame_thread(const tks_sim *s);
 void tks_set_max_entities(tks_sim *s, uint64_t max);
 /* Limits a spawn is checked against before it creates anything (-32003,
  * naming the key): world.max_tick_functions and world.max_template_bytes. */
