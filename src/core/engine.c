@@ -199,6 +199,11 @@ int tk_engine_frame(tk_engine_t *e)
         e->started = true;
     }
 
+    /* Steps 1 to 3 run the hooks that serve requests: Unreal's deferred
+     * commands of the previous frame, before its frame counter moved (timers
+     * set there are active at once, timer.c). */
+    e->world->deferred = true;
+
     /* 1. Pace: the deadline is base + period, base the previous frame's
      * start (unreal) or grid point (steady). */
     uint64_t wait_start = now;
@@ -272,6 +277,7 @@ int tk_engine_frame(tk_engine_t *e)
         e->pre_world(e->hook_ud, e);
         t_req = e->clock(e->clock_ud);
     }
+    e->world->deferred = false;
 
     /* 4. World. */
     tk__world_tick(e->world, raw);

@@ -42,6 +42,9 @@ struct tk_world {
     bool paused;             /* requested pause state                      */
     bool frame_paused;       /* the current/last frame is a pause frame    */
     bool in_frame;           /* inside tk__world_tick                      */
+    bool deferred;           /* in the engine's request hooks (wait,
+                                pre_world): the previous frame's deferred
+                                commands, before its counter moved (timer.c) */
     uint64_t steps;          /* frames to run unpaused while paused        */
 
     /* levels: slot 0 unused so that TK_LEVEL_NONE == 0 */
