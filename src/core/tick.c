@@ -371,6 +371,9 @@ struct tk__ticks {
     vec32 dyn;                /* dynamic functions, by registration order       */
     bool dyn_dirty;
     vec32 paused_fns;         /* even_when_paused functions (pause frames)      */
+    vec32 iv_defer;           /* even_when_paused functions whose interval changed
+                                 between frames: a pause frame merges the
+                                 reschedule after its walk (tk_tick_set_spec)   */
     bool paused_dirty;
     vec32 due_now;            /* lane entries activated for this frame only     */
     vec32 newly;              /* registered/enabled mid-frame, to queue         */
@@ -1403,7 +1406,7 @@ void tk__ticks_free(struct tk__ticks *T)
     }
     vec32 *vs[] = {&T->limbo, &T->dirty_lanes, &T->dirty, &T->fresh, &T->dyn,
                    &T->paused_fns, &T->due_now, &T->newly, &T->tmp, &T->stack,
-                   &T->lanes_run, &T->fired};
+                   &T->lanes_run, &T->fired, &T->iv_defer};
     for (size_t i = 0; i < TK_ARRAY_LEN(vs); i++)
         tk_free(vs[i]->v);
     if (T->wheels_ready) {
@@ -1986,12 +1989,20 @@ static void set_enabled(tk_world_t *w, rec *r, bool en)
         T->n_disabled--;
         ext *x = ext_of(T, r);
         if (in_groups(w)) {
+            /* Unreal sends it through NewlySpawned: queued there unless
+             * visited this frame, and an interval function is rescheduled
+             * for its full interval either way. */
+            bool visited = x && (x->visit == F || x->task == F);
             if (x && x->cancel == F && lane_pending(w, r)) {
                 /* The cancelled tick is still queued: Unreal's task re-checks
                  * the enabled flag when it runs, so it ticks after all. */
                 bit_set(T->lanes[r->lane].act, r->pos);
-            } else if (!(x && (x->visit == F || x->task == F))) {
+            }
+            if (!visited) {
                 add_newly(w, r);
+            } else if (x->interval_ns && x->wnode == NONE32 && !x->dset) {
+                x->was_interval = true;
+                wheel_insert(w, r, clock_of(w, r) + x->interval_ns);
             }
         }
     }
@@ -2058,8 +2069,15 @@ int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec)
          * ticks first, then cools). */
         if (r->state != TK_TICK_DISABLED && x->was_interval) {
             wheel_remove(T, r);
-            if (iv)
+            if (iv) {
                 wheel_insert(w, r, clock_of(w, r) + iv);
+                /* Out of NewlySpawned too: it does not tick this frame. */
+                r->flags &= (uint8_t)~RF_NEWLY;
+                /* Between frames, an even_when_paused one counts from the
+                 * end of the next frame if that is a pause frame. */
+                if ((r->flags & RF_PAUSED) && T->phase == PH_IDLE)
+                    vpush(&T->iv_defer, slot_of(T, r));
+            }
         }
         if (!iv) {
             /* An every-frame function again: no interval delta any more. */
@@ -2080,8 +2098,8 @@ int tk_tick_set_dilation(tk_world_t *w, tk_tick_id id, float dilation)
     rec *r = live_rec(w, id);
     if (!r)
         return tk__world_error(w, TK_ENOENT, "no such tick function");
-    if (!(isfinite(dilation) && dilation > 0))
-        return tk__world_error(w, TK_EINVAL, "dilation must be a finite number > 0");
+    if (!(isfinite(dilation) && dilation >= 0))
+        return tk__world_error(w, TK_EINVAL, "dilation must be a finite number >= 0");
     struct tk__ticks *T = T_of(w);
     if (dil_of(T, r) == dilation)
         return 0;
@@ -3698,6 +3716,7 @@ void tk__ticks_start_frame(tk_world_t *w)
     struct tk__ticks *T = T_of(w);
     T->phase = PH_GROUPS;
     T->cur_group = 0;
+    T->iv_defer.n = 0; /* merged before this frame's walk: from now, as set */
     ensure_wheels(w);
     upkeep(w);
 
@@ -3880,6 +3899,18 @@ void tk__ticks_pause_frame(tk_world_t *w)
     slowrun sr;
     sr_init(&sr, T->sl_kx, T->sl_holdx, 0, 1);
     slowrun *srp = T->slow_ns ? &sr : NULL;
+    /* Interval changes made between frames are merged after this frame's
+     * walk in Unreal (its reschedule list): they count from its end. */
+    for (size_t i = 0; i < T->iv_defer.n; i++) {
+        rec *r = &T->recs[T->iv_defer.v[i]];
+        ext *x = ext_of(T, r);
+        if (r->state == RS_FREE || !(r->flags & RF_PAUSED) || !x || x->wnode == NONE32 ||
+            !x->interval_ns)
+            continue;
+        wheel_remove(T, r);
+        wheel_insert(w, r, w->unpaused_ns + x->interval_ns);
+    }
+    T->iv_defer.n = 0;
     /* Cooling even_when_paused functions on unpaused time, in due order. */
     T->n_dues = 0;
     tk__wheel_advance(&T->wheel_unpaused, w->unpaused_ns, collect_due, w);

@@ -431,7 +431,7 @@ int tkd_p_spawn(const json_t *params, const char *path, tkd_arena *a, int depth,
     if (tkd_p_props(props, name_of(nb, sizeof nb, path, "props"), a, depth, &r->props, &r->n_props,
                     e) < 0)
         return -1;
-    if (tkd_p_num(params, "time_dilation", path, 1e-9, 1e6, &r->dilation, e) < 0)
+    if (tkd_p_num(params, "time_dilation", path, 0, 1e6, &r->dilation, e) < 0)
         return -1;
     if (tkd_p_num(params, "life_span", path, 0, 1e12, &r->life_span, e) < 0)
         return -1;
