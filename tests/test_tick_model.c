@@ -830,6 +830,29 @@ static bool d_prereqs_settled(const scen *sc, int slot)
 }
 
 /*
+ * Whether slot `i` may be unregistered: not while one of its dependents
+ * still holds another stale prerequisite in the model.  Unreal drops stale
+ * prerequisites lazily, swap-removing them in list order when the dependent
+ * is next queued; tickd swap-removes each when it is unregistered.  One
+ * stale entry ends in the same place either way; two or more removed before
+ * the dependent is queued again can leave the rest in another order, which
+ * changes the depth-first walk and so the edge a prerequisite cycle drops
+ * (README: a declared difference).
+ */
+static bool ok_unreg(const scen *sc, int i, int arg)
+{
+    (void)arg;
+    for (int j = 0; j < sc->n_slots; j++) {
+        if (!sc->sl[j].alive)
+            continue;
+        for (int k = 0; k < sc->sl[j].n_pre; k++)
+            if (sc->sl[j].pre[k] == i && !d_prereqs_settled(sc, j))
+                return false;
+    }
+    return true;
+}
+
+/*
  * Whether "a waits for b" may be added.  Cycles are compared in cycles mode
  * (every-frame, always-enabled functions) and in strict mode.  Elsewhere they
  * are left out: Unreal queues AllEnabled first and the due cooldown nodes
@@ -1132,6 +1155,8 @@ static void d_make_plan(scen *sc, int actor, int group)
     } else if (r < 45) {
         p->kind = P_UNREGISTER;
         p->target = d_pick(sc, ok_later, group);
+        if (p->target >= 0 && !ok_unreg(sc, p->target, -1))
+            p->target = -1;
     } else if (r < 60) {
         p->kind = P_DISABLE;
         p->target = d_pick(sc, ok_later, group);
@@ -1329,7 +1354,7 @@ static void d_between(scen *sc)
             p.target = slot;
         } else if (r < 40) {
             p.kind = P_UNREGISTER;
-            p.target = d_pick(sc, ok_any, 0);
+            p.target = d_pick(sc, ok_unreg, -1);
         } else if (r < 56) {
             p.target = d_pick(sc, ok_any, 0);
             if (p.target >= 0)
@@ -1616,6 +1641,30 @@ static void d_verbose(scen *sc)
             fprintf(stderr, "%s%d", k ? "," : "", sc->sl[i].pre[k]);
     }
     fprintf(stderr, "\n");
+    /* prerequisite lists in a different order on the two sides (the walk
+     * order, so the edge a cycle drops, follows them) */
+    for (int i = 0; i < sc->n_slots; i++) {
+        if (!sc->sl[i].alive)
+            continue;
+        tk_tick_id tp[D_MAXPRE * 2];
+        size_t nt = tk_tick_prerequisites(sc->w, sc->tid[i], tp, D_MAXPRE * 2);
+        const uem_tick *mf = tick_get(sc->m, sc->mid[i]);
+        bool same = mf && nt == mf->n_prereqs;
+        for (size_t k = 0; same && k < nt; k++)
+            same = tp[k] == sc->tid[sc->mslot[tick_id(mf->prereqs[k])]];
+        if (same || !mf)
+            continue;
+        fprintf(stderr, "  prerequisite order of %d: tickd", i);
+        for (size_t k = 0; k < nt && k < D_MAXPRE * 2; k++)
+            for (int j = 0; j < sc->n_slots; j++)
+                if (sc->tid[j] == tp[k])
+                    fprintf(stderr, " %d", j);
+        fprintf(stderr, ", model");
+        for (uint32_t k = 0; k < mf->n_prereqs; k++)
+            fprintf(stderr, " %d%s", sc->mslot[tick_id(mf->prereqs[k])],
+                    mf->prereqs[k]->alive ? "" : "(stale)");
+        fprintf(stderr, "\n");
+    }
     fprintf(stderr, "  tickd state (slot:state:start-end[:cycle]):");
     for (int i = 0; i < sc->n_slots; i++) {
         tk_tick_info in;
@@ -1803,4 +1852,83 @@ static Suite *tick_model_suite(void)
     return s;
 }
 
-TK_CHECK_MAIN(tick_model_suite)
+/*
+ * Campaigns (make model-fuzz SEEDS=N): with TICK_MODEL_FUZZ=N in the
+ * environment, main runs N seeds of every kind of scenario from
+ * TICK_MODEL_SEED0 (default 100000), for TICK_MODEL_FRAMES frames each
+ * (default D_FRAMES), instead of the suite; TICK_MODEL_MODE=<kind> runs one
+ * kind only.  Every difference is printed with the command that reproduces
+ * it; the exit status is the number of differing scenarios (capped).
+ */
+typedef struct d_kind {
+    const char *name;
+    int midframe_pct;
+    bool cycles, batched;
+} d_kind;
+
+static const d_kind d_kinds[] = {
+    {"between", 0, false, false},
+    {"midframe", 12, false, false},
+    {"cycles", 8, true, false},
+    {"batched", 12, false, true},
+};
+
+static unsigned d_campaign(uint64_t n)
+{
+    const char *s0 = getenv("TICK_MODEL_SEED0"), *mode = getenv("TICK_MODEL_MODE");
+    const char *fr = getenv("TICK_MODEL_FRAMES");
+    uint64_t seed0 = s0 ? strtoull(s0, NULL, 10) : 100000;
+    unsigned frames = fr ? (unsigned)strtoul(fr, NULL, 10) : D_FRAMES;
+    tk_log_set_handler(quiet_log, NULL);
+    unsigned bad = 0, runs = 0;
+    for (uint64_t k = 0; k < n; k++) {
+        for (size_t m = 0; m < sizeof d_kinds / sizeof d_kinds[0]; m++) {
+            const d_kind *dk = &d_kinds[m];
+            if (mode && strcmp(mode, dk->name) != 0)
+                continue;
+            uint64_t seed = seed0 + k;
+            static char why[3072];
+            runs++;
+            if (d_run(seed, dk->midframe_pct, dk->cycles, dk->batched, frames, why, sizeof why))
+                continue;
+            bad++;
+            printf("DIFFERENCE %s seed %llu: %s\n  reproduce: make model-fuzz SEEDS=1 SEED0=%llu "
+                   "MODE=%s (TICK_MODEL_VERBOSE=%llu in the environment prints every frame)\n",
+                   dk->name, (unsigned long long)seed, why, (unsigned long long)seed, dk->name,
+                   (unsigned long long)seed);
+            fflush(stdout);
+        }
+    }
+    printf("model-fuzz: %u scenarios of %u frames from seed %llu, %u differ\n", runs, frames,
+           (unsigned long long)seed0, bad);
+    return bad;
+}
+
+/* The campaign runs as one test (Check's assertions need a runner). */
+START_TEST(tick_model_campaign)
+{
+    unsigned bad = d_campaign(strtoull(getenv("TICK_MODEL_FUZZ"), NULL, 10));
+    ck_assert_msg(bad == 0, "%u scenarios differ from the model", bad);
+}
+END_TEST
+
+int main(void)
+{
+    const char *fuzz = getenv("TICK_MODEL_FUZZ");
+    Suite *s;
+    if (fuzz && *fuzz) {
+        s = suite_create("tick_model_campaign");
+        TCase *tc = tcase_create("campaign");
+        tcase_set_timeout(tc, 0); /* as long as it takes */
+        tcase_add_test(tc, tick_model_campaign);
+        suite_add_tcase(s, tc);
+    } else {
+        s = tick_model_suite();
+    }
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1886,9 +1886,14 @@ static void unregister_rec(tk_world_t *w, rec *r)
     lane_kill(T, r);
     ext *x = ext_of(T, r);
     if (x) {
-        /* Every edge in O(1) through the edge index. */
-        while (x->n_pre)
+        /* Every edge in O(1) through the edge index.  Its prerequisites are
+         * re-placed too: their component lost a member, so the walk that
+         * reaches a cycle in it may now enter it elsewhere (and Unreal drop
+         * another edge). */
+        while (x->n_pre) {
+            mark_dirty(T, &T->recs[id_slot(x->pre[x->n_pre - 1])]);
             pre_remove_at(T, r, x->n_pre - 1);
+        }
         /* Dependents drop this stale prerequisite and are re-placed. */
         for (uint32_t i = 0; i < x->n_dep; i++) {
             uint32_t ds = x->dep[i];
