@@ -1423,6 +1423,10 @@ void ue_model_frame(ue_model_t *m, uint64_t raw_dt_ns)
         run_tick_group(m, UE_TG_END_PHYSICS, true);
         run_tick_group(m, UE_TG_POST_PHYSICS, true);
         /* Unreal runs the timer manager and the tickables here. */
+        if (m->cfg.between_groups) {
+            m->running_group = -1;
+            m->cfg.between_groups(m->cfg.between_ud);
+        }
         run_tick_group(m, UE_TG_POST_UPDATE_WORK, true);
         run_tick_group(m, UE_TG_LAST_DEMOTABLE, true);
         end_frame(m);

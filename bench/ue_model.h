@@ -84,6 +84,12 @@ typedef struct ue_model_config {
      * merges only at the next StartFrame/EndFrame of an unpaused frame, so such
      * a function ticks at most once per pause. */
     bool pause_merge_each_frame;
+    /* Called once per unpaused frame between post_physics and
+     * post_update_work, where UWorld::Tick runs the timer manager and then
+     * the tickables; code there may change tick functions (what it
+     * registers is queued after post_update_work). */
+    void (*between_groups)(void *ud);
+    void *between_ud;
     void *ctx;                 /* handed to every tick callback               */
     ue_exec_fn on_exec;        /* optional execution log                      */
     void *exec_ud;
@@ -191,7 +197,8 @@ double ue_model_set_dilation(ue_model_t *m, double dilation);
  * dilation, paused world time stands), then either StartFrame, the seven
  * tick groups with the newly-spawned handling, EndFrame; or a pause frame.
  * Timers and tickables are out of the model's scope: Unreal runs them
- * between post_physics and post_update_work.  The frame counter then + 1.
+ * between post_physics and post_update_work (cfg.between_groups is called
+ * there).  The frame counter then + 1.
  */
 void ue_model_frame(ue_model_t *m, uint64_t raw_dt_ns);
 

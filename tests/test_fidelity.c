@@ -441,6 +441,58 @@ START_TEST(fidelity_disabled_prerequisite_still_places)
 }
 END_TEST
 
+/*
+ * The same with a prerequisite that is itself newly spawned: P (post_physics)
+ * is registered by a pre_physics tick of frame 2 and queued after
+ * pre_physics; a start_physics tick then disables it and registers D
+ * (pre_physics) naming it.  D is queued after start_physics and waits for
+ * P's (cancelled) task: post_physics in frame 2.  P never ticks.
+ */
+START_TEST(fidelity_disabled_newly_spawned_prerequisite_still_places)
+{
+    dual *d = dual_new(0.01);
+    int x1 = fn_add(d, TK_GROUP_PRE_PHYSICS, 0, false, true, -1);
+    int x2 = fn_add(d, TK_GROUP_START_PHYSICS, 0, false, true, -1);
+    int p = fn_add(d, TK_GROUP_POST_PHYSICS, 0, false, true, -1);
+    int dd = fn_add(d, TK_GROUP_PRE_PHYSICS, 0, false, true, p);
+    act_op(act_add(d, x1, 2), OP_REGISTER, p, 0, 0);
+    action *ac = act_add(d, x2, 2);
+    act_op(ac, OP_DISABLE, p, 0, 0);
+    act_op(ac, OP_REGISTER, dd, 0, 0);
+    run_both(d, 2, 4, NULL, 0);
+    EXPECT(d, x1, 0, 1, 2, 3);
+    ck_assert_uint_eq(d->nt[SIDE_TICKD][p], 0);
+    ck_assert_uint_eq(d->nt[SIDE_MODEL][p], 0);
+    EXPECT(d, dd, 2, 3);
+    for (int side = 0; side < 2; side++) {
+        ck_assert_int_eq(d->groups[side][dd][0], TK_GROUP_POST_PHYSICS);
+        ck_assert_int_eq(d->groups[side][dd][1], TK_GROUP_PRE_PHYSICS);
+    }
+    dual_free(d);
+}
+END_TEST
+
+/*
+ * Enabled again after it was visited, then given an interval in the same
+ * frame: still in Unreal's NewlySpawned when its interval changes (it never
+ * had one, so nothing is rescheduled then), it is rescheduled there with
+ * the new interval: its queued tick runs, then it cools down 0.1 s.
+ */
+START_TEST(fidelity_toggle_then_new_interval)
+{
+    dual *d = dual_new(0.01);
+    int a = fn_add(d, TK_GROUP_POST_PHYSICS, 0, false, true, -1);
+    int x = fn_add(d, TK_GROUP_PRE_PHYSICS, 0, false, true, -1);
+    action *ac = act_add(d, x, 3);
+    act_op(ac, OP_DISABLE, a, 0, 0);
+    act_op(ac, OP_ENABLE, a, 0, 0);
+    act_op(ac, OP_INTERVAL, a, 0.1, 0);
+    run_both(d, 2, 16, NULL, 0);
+    EXPECT(d, a, 0, 1, 2, 3, 14);
+    dual_free(d);
+}
+END_TEST
+
 /* ======================================================================== */
 /* 6. An even_when_paused interval function's interval changed while paused */
 /* ======================================================================== */
@@ -709,6 +761,8 @@ static Suite *fidelity_suite(void)
     tcase_add_test(tc, fidelity_toggle_interval_last_demotable);
     tcase_add_test(tc, fidelity_enable_then_interval);
     tcase_add_test(tc, fidelity_disabled_prerequisite_still_places);
+    tcase_add_test(tc, fidelity_disabled_newly_spawned_prerequisite_still_places);
+    tcase_add_test(tc, fidelity_toggle_then_new_interval);
     tcase_add_test(tc, fidelity_ewp_interval_change_while_paused);
     tcase_add_test(tc, fidelity_ewp_interval_change_unpaused);
     tcase_add_test(tc, fidelity_custom_dilation_zero);

@@ -577,16 +577,25 @@ END_TEST
  * and compares what ran.
  *
  * Mid-frame operations are made deterministic although the order inside a
- * group differs (Unreal: hash order; tickd: its lane order): an operation is
- * planned the first time its actor ticks in a frame (on libtickd, which runs
- * each frame first), stored per actor, and replayed when the same actor ticks
- * on the model.  A plan only touches functions that cannot have run yet this
- * frame (configured group after the actor's running group) or that are
- * disabled, and never one another plan of the same frame touched, so the
- * plans of a frame commute.
+ * group differs (Unreal: hash order; tickd: its lane order): a plan (up to
+ * four operations, often on one function: disable then enable, enable then
+ * a new interval...) is made the first time its actor ticks in a frame (on
+ * libtickd, which runs each frame first), stored per actor, and replayed when
+ * the same actor ticks on the model.  Actors are tick functions, and a timer
+ * and a tickable, which run between post_physics and post_update_work (the
+ * model's between_groups hook).  A plan touches functions whose place
+ * relative to the actor is settled: ticked this frame in an earlier group
+ * ("after it ran"), or not ticked yet and not placed in the actor's group
+ * ("before it ran"); and a function already touched this frame only from a
+ * later group than the plans that touched it (so same-group plans, whose
+ * order differs between the sides, commute).
  */
 
 #define D_SLOTS 512
+#define D_HOOK_TIMER D_SLOTS          /* actor: a timer firing every frame    */
+#define D_HOOK_TICKABLE (D_SLOTS + 1) /* actor: a tickable                    */
+#define D_GS_HOOK 9                   /* group slot between 4 and 5, x2       */
+#define D_MAXOPS 4
 #define D_LOG 4096
 #define D_MAXPRE 8
 #define D_ALIVE_MAX 48
@@ -636,13 +645,23 @@ typedef struct dslot {
     bool fresh;                /* enabled since, and not ticked yet          */
 } dslot;
 
-/* A mid-frame operation, planned once per actor and frame. */
-typedef struct dplan {
-    uint64_t frame;            /* frame + 1 it was made for, 0 = none        */
+/* An operation. */
+typedef struct dop {
     int kind;                  /* P_*                                        */
+    const struct dslot *spec;  /* P_REGISTER mid-frame: the spec as planned
+                                  (a later plan may change the mirror before
+                                  the model replays it); NULL: the mirror    */
     int target, target2;       /* slots, -1 = none                           */
     double value;              /* interval s, dilation                       */
     bool flag;                 /* pause value                                */
+} dop;
+
+/* The mid-frame operations of an actor, planned once per actor and frame. */
+typedef struct dplan {
+    uint64_t frame;            /* frame + 1 it was made for, 0 = none        */
+    dop ops[D_MAXOPS];
+    struct dslot specs[D_MAXOPS]; /* registrations' specs as planned       */
+    int n_ops;
     bool applied[2];           /* replayed on that side already              */
 } dplan;
 
@@ -670,10 +689,18 @@ typedef struct scen {
     dslot sl[D_SLOTS];
     int n_slots;
     uint64_t touched[D_SLOTS]; /* frame + 1 when a plan touched it           */
+    int touched_gs[D_SLOTS];   /* group slot (group x 2, D_GS_HOOK) of the
+                                  last plan that touched it                  */
+    int touched_by[D_SLOTS];   /* actor of that plan                         */
+    int cur_gs, cur_actor;     /* the plan being made                        */
+    uint64_t n_hook_ops;       /* operations replayed from timer / tickable  */
+    uint64_t n_multi_ops;      /* plans of several operations replayed       */
     uint64_t died[D_SLOTS];    /* frame + 1 when it was unregistered         */
+    uint64_t unlinked[D_SLOTS]; /* frame + 1 when it stopped being some
+                                  function's prerequisite                    */
     uint64_t global_touched;   /* frame + 1 when a plan changed pause or
                                   dilation (one per frame: they don't commute) */
-    dplan plan[D_SLOTS];
+    dplan plan[D_SLOTS + 2];   /* tick functions, then the two hooks         */
     dexec log[2][D_LOG];       /* what ran this frame, per side              */
     size_t n_log[2];
     dexec trace[D_LOG];        /* tickd's trace this frame, in order         */
@@ -761,17 +788,56 @@ static bool ok_any(const scen *sc, int i, int arg)
     return true;
 }
 
-/* Not touched by a plan this frame. */
+/* Not touched this frame by another plan of the same or a later group
+ * slot (between frames: not touched at all, cur_gs = -1). */
 static bool ok_free(const scen *sc, int i, int arg)
 {
     (void)arg;
-    return sc->touched[i] != sc->frame + 1;
+    return sc->touched[i] != sc->frame + 1 || sc->touched_gs[i] < sc->cur_gs ||
+           (sc->touched_gs[i] == sc->cur_gs && sc->touched_by[i] == sc->cur_actor);
 }
 
-/* Untouched and configured in a group after `arg`: it cannot have run yet. */
-static bool ok_later(const scen *sc, int i, int arg)
+static int gslot(int group) { return group * 2; }
+
+/*
+ * Free, and settled relative to the plan being made (group slot cur_gs):
+ * ticked this frame (on libtickd, which runs first) in an earlier group slot
+ * only, or not ticked yet and placed outside the actor's group.  Whether a
+ * function in the actor's own group ran before it is the order inside a
+ * group, which differs between the sides.
+ */
+static bool ok_settled(const scen *sc, int i, int arg)
 {
-    return ok_free(sc, i, 0) && sc->sl[i].group > arg;
+    if (!ok_free(sc, i, arg))
+        return false;
+    bool ran = false;
+    for (size_t k = 0; k < sc->n_log[SIDE_TICKD]; k++) {
+        const dexec *e = &sc->log[SIDE_TICKD][k];
+        if (e->slot != i)
+            continue;
+        if (gslot(e->group) >= sc->cur_gs)
+            return false;
+        ran = true;
+    }
+    if (ran)
+        return true;
+    /* Enabled or registered by another plan this frame: queued as newly
+     * spawned, in a group tk_tick_get does not report. */
+    if (sc->touched[i] == sc->frame + 1 && sc->touched_by[i] != sc->cur_actor)
+        return false;
+    tk_tick_info in;
+    if (tk_tick_get(sc->w, sc->tid[i], &in) != 0)
+        return false;
+    return gslot((int)in.actual_group) != sc->cur_gs && gslot(sc->sl[i].group) != sc->cur_gs;
+}
+
+/* A random alive slot for which `ok` holds, `pref` with some preference
+ * (several operations on one function). */
+static int d_pick_pref(scen *sc, bool (*ok)(const scen *, int, int), int arg, int pref)
+{
+    if (pref >= 0 && sc->sl[pref].alive && d_rnd(sc, 3) != 0 && ok(sc, pref, arg))
+        return pref;
+    return d_pick(sc, ok, arg);
 }
 
 static bool d_strict(void);
@@ -780,6 +846,8 @@ static bool d_strict(void);
  * a prerequisite. */
 static bool d_has_dependents(const scen *sc, int i)
 {
+    if (sc->unlinked[i] == sc->frame + 1)
+        return true; /* it was a prerequisite earlier this frame */
     for (int j = 0; j < sc->n_slots; j++) {
         const dslot *o = &sc->sl[j];
         if (!o->alive && sc->died[j] != sc->frame + 1)
@@ -949,8 +1017,11 @@ static void d_random_prereqs(scen *sc, dslot *s, bool midframe)
         if (dup)
             continue;
         s->pre[s->n_pre++] = p;
-        if (midframe)
+        if (midframe) {
             sc->touched[p] = sc->frame + 1;
+            sc->touched_gs[p] = sc->cur_gs;
+            sc->touched_by[p] = sc->cur_actor;
+        }
     }
 }
 
@@ -958,9 +1029,8 @@ static void d_tickd_tick(void *target, float dt, tk_tick_ctx *ctx);
 static void d_model_tick(void *target, float dt, void *ctx);
 
 /* Register slot `i` (as configured in sc->sl[i]) on one side. */
-static void d_register_side(scen *sc, int side, int i)
+static void d_register_side(scen *sc, int side, int i, const dslot *s)
 {
-    const dslot *s = &sc->sl[i];
     if (side == SIDE_TICKD) {
         tk_tick_desc d = {0};
         d.cls = sc->cls[i % 2];
@@ -1029,13 +1099,13 @@ static void d_set_interval_side(scen *sc, int side, int i, double iv)
 }
 
 /* Apply an operation to one side. */
-static void d_apply(scen *sc, int side, const dplan *p)
+static void d_apply(scen *sc, int side, const dop *p)
 {
     int rc = 0;
     bool t = side == SIDE_TICKD;
     switch (p->kind) {
     case P_REGISTER:
-        d_register_side(sc, side, p->target);
+        d_register_side(sc, side, p->target, p->spec ? p->spec : &sc->sl[p->target]);
         return;
     case P_UNREGISTER:
         rc = t ? tk_tick_unregister(sc->w, sc->tid[p->target])
@@ -1080,7 +1150,7 @@ static void d_apply(scen *sc, int side, const dplan *p)
 }
 
 /* Update the mirror for an operation (once, when it is decided). */
-static void d_commit(scen *sc, const dplan *p)
+static void d_commit(scen *sc, const dop *p)
 {
     dslot *s = p->target >= 0 ? &sc->sl[p->target] : NULL;
     switch (p->kind) {
@@ -1115,6 +1185,7 @@ static void d_commit(scen *sc, const dplan *p)
         break;
     }
     case P_REMOVE_PREREQ:
+        sc->unlinked[p->target2] = sc->frame + 1;
         for (int k = 0; k < s->n_pre;)
             if (s->pre[k] == p->target2)
                 s->pre[k] = s->pre[--s->n_pre];
@@ -1131,21 +1202,29 @@ static void d_commit(scen *sc, const dplan *p)
     }
 }
 
-/* Decide the mid-frame operation of `actor`, running in `group`. */
-static void d_make_plan(scen *sc, int actor, int group)
+/* Mark slot `i` touched by the plan being made. */
+static void d_touch(scen *sc, int i)
 {
-    dplan *p = &sc->plan[actor];
+    if (i < 0)
+        return;
+    sc->touched[i] = sc->frame + 1;
+    sc->touched_gs[i] = sc->cur_gs;
+    sc->touched_by[i] = sc->cur_actor;
+}
+
+/* Decide one operation of the plan being made (`pref`: the target of the
+ * plan's previous operation, preferred).  Returns false if none. */
+static bool d_make_op(scen *sc, dop *p, int pref)
+{
     memset(p, 0, sizeof *p);
-    p->frame = sc->frame + 1;
     p->kind = P_NONE;
     p->target = p->target2 = -1;
-    /* A batch function must not change tick functions. */
-    if (sc->in_batch || d_rnd(sc, 100) >= sc->midframe_pct)
-        return;
     int r = d_rnd(sc, 100);
+    if (pref >= 0 && d_rnd(sc, 2))
+        r = 45 + d_rnd(sc, 38); /* disable / enable / interval, on pref mostly */
     if (r < 30) {
         if (d_alive_count(sc) >= D_ALIVE_MAX || sc->n_slots >= D_SLOTS)
-            return;
+            return false;
         int slot = sc->n_slots++;
         d_random_spec(sc, &sc->sl[slot]);
         d_random_prereqs(sc, &sc->sl[slot], true);
@@ -1154,21 +1233,23 @@ static void d_make_plan(scen *sc, int actor, int group)
         p->target = slot;
     } else if (r < 45) {
         p->kind = P_UNREGISTER;
-        p->target = d_pick(sc, ok_later, group);
+        p->target = d_pick_pref(sc, ok_settled, 0, pref);
         if (p->target >= 0 && !ok_unreg(sc, p->target, -1))
             p->target = -1;
     } else if (r < 60) {
         p->kind = P_DISABLE;
-        p->target = d_pick(sc, ok_later, group);
+        p->target = d_pick_pref(sc, ok_settled, 0, pref);
         if (p->target >= 0 && !sc->sl[p->target].enabled)
             p->target = -1;
     } else if (r < 75) {
         p->kind = P_ENABLE;
-        p->target = d_pick(sc, ok_disabled, group);
+        p->target = d_pick_pref(sc, ok_disabled, 0, pref);
+        if (p->target >= 0 && !ok_settled(sc, p->target, 0))
+            p->target = -1;
     } else if (r < 83) {
         static const double iv[] = {0, 0.05, 0.1, 0.02};
         p->kind = P_INTERVAL;
-        p->target = d_pick(sc, ok_later, group);
+        p->target = d_pick_pref(sc, ok_settled, 0, pref);
         p->value = iv[d_rnd(sc, 4)];
         if (p->target >= 0 && !d_interval_ok(sc, p->target, p->value))
             p->target = -1;
@@ -1178,7 +1259,7 @@ static void d_make_plan(scen *sc, int actor, int group)
         if (p->target >= 0) {
             dslot *s = &sc->sl[p->target];
             if (p->kind == P_ADD_PREREQ) {
-                sc->touched[p->target] = sc->frame + 1; /* not its own prereq */
+                d_touch(sc, p->target);
                 p->target2 = s->n_pre < D_MAXPRE ? d_pick(sc, ok_free, 0) : -1;
                 if (p->target2 >= 0 && !d_edge_ok(sc, p->target, p->target2))
                     p->target2 = -1;
@@ -1200,31 +1281,79 @@ static void d_make_plan(scen *sc, int actor, int group)
         p->value = dil[d_rnd(sc, 6)];
     }
     if (sc->cycles && (p->kind == P_DISABLE || p->kind == P_ENABLE || p->kind == P_INTERVAL))
-        p->kind = P_NONE;
-    if ((p->kind == P_PAUSE || p->kind == P_DILATION) &&
-        sc->global_touched == sc->frame + 1)
-        p->kind = P_NONE;
+        return false;
+    if ((p->kind == P_PAUSE || p->kind == P_DILATION) && sc->global_touched == sc->frame + 1)
+        return false;
     if (p->kind == P_NONE)
-        return;
+        return false;
     if (p->kind == P_PAUSE || p->kind == P_DILATION)
         sc->global_touched = sc->frame + 1;
     bool needs_target = p->kind != P_PAUSE && p->kind != P_DILATION;
-    if (needs_target && p->target < 0) {
-        p->kind = P_NONE;
-        return;
-    }
-    if (p->target >= 0)
-        sc->touched[p->target] = sc->frame + 1;
-    if (p->target2 >= 0)
-        sc->touched[p->target2] = sc->frame + 1;
+    if (needs_target && p->target < 0)
+        return false;
+    d_touch(sc, p->target);
+    d_touch(sc, p->target2);
     d_commit(sc, p);
-    d_hist(sc, "frame %u, mid-frame: slot %d (running in %d): %s %d %d (%g)", sc->frame,
-           actor, group, d_op_names[p->kind], p->target, p->target2,
-           p->kind == P_PAUSE ? (double)p->flag : p->value);
+    return true;
 }
 
-/* A tick on either side: log it, then plan (first side) or replay the
- * actor's operation.  No operations from pause frames. */
+/* Decide the mid-frame operations of `actor`, running in group slot `gs`. */
+static void d_make_plan(scen *sc, int actor, int gs)
+{
+    dplan *p = &sc->plan[actor];
+    memset(p, 0, sizeof *p);
+    p->frame = sc->frame + 1;
+    /* A batch function must not change tick functions. */
+    if (sc->in_batch || d_rnd(sc, 100) >= sc->midframe_pct)
+        return;
+    sc->cur_gs = gs;
+    sc->cur_actor = actor;
+    int want = d_rnd(sc, 4) == 0 ? 2 + d_rnd(sc, D_MAXOPS - 1) : 1;
+    int pref = -1;
+    for (int k = 0; k < want; k++) {
+        dop *o = &p->ops[p->n_ops];
+        if (!d_make_op(sc, o, pref))
+            continue;
+        if (o->kind == P_REGISTER) {
+            p->specs[p->n_ops] = sc->sl[o->target];
+            o->spec = &p->specs[p->n_ops];
+        }
+        p->n_ops++;
+        if (o->kind != P_REGISTER && o->target >= 0)
+            pref = o->target;
+        d_hist(sc, "frame %u, mid-frame: %s %d (in slot %d/2): %s %d %d (%g)", sc->frame,
+               actor >= D_SLOTS ? (actor == D_HOOK_TIMER ? "timer" : "tickable") : "slot",
+               actor, gs, d_op_names[o->kind], o->target, o->target2,
+               o->kind == P_PAUSE ? (double)o->flag : o->value);
+    }
+    sc->cur_gs = -1;
+    sc->cur_actor = -1;
+}
+
+/* An actor's turn on one side: plan (first side) or replay its plan, once
+ * per frame.  No operations from pause frames. */
+static void d_act(scen *sc, int side, int actor, int gs)
+{
+    if (sc->failed || sc->pause_frame)
+        return;
+    dplan *p = &sc->plan[actor];
+    if (p->frame != sc->frame + 1)
+        d_make_plan(sc, actor, gs);
+    if (p->applied[side])
+        return; /* once, even if the actor ticks twice */
+    p->applied[side] = true;
+    for (int k = 0; k < p->n_ops; k++)
+        d_apply(sc, side, &p->ops[k]);
+    if (side == SIDE_MODEL && p->n_ops) {
+        sc->n_midframe_ops += (uint64_t)p->n_ops;
+        if (actor >= D_SLOTS)
+            sc->n_hook_ops += (uint64_t)p->n_ops;
+        if (p->n_ops > 1)
+            sc->n_multi_ops++;
+    }
+}
+
+/* A tick on either side: log it, then act. */
 static void d_tick(scen *sc, int side, int slot, int group, float dt)
 {
     sc->sl[slot].fresh = false;
@@ -1243,17 +1372,36 @@ static void d_tick(scen *sc, int side, int slot, int group, float dt)
     } else {
         d_fail(sc, "frame %u: more than %d ticks in a frame", sc->frame, D_LOG);
     }
-    if (sc->failed || sc->pause_frame)
-        return;
-    dplan *p = &sc->plan[slot];
-    if (p->frame != sc->frame + 1)
-        d_make_plan(sc, slot, group);
-    if (!p->applied[side]) { /* once, even if the actor ticks twice */
-        p->applied[side] = true;
-        d_apply(sc, side, p);
-        if (side == SIDE_MODEL && p->kind != P_NONE)
-            sc->n_midframe_ops++;
-    }
+    d_act(sc, side, slot, gslot(group));
+}
+
+/* The actors between post_physics and post_update_work: a timer, then a
+ * tickable (tickd: the timer manager's pass, then the tickables; the model:
+ * its between_groups hook). */
+static void d_tickd_timer(void *ud, tk_timer_handle h, tk_world_t *w)
+{
+    scen *sc = ud;
+    (void)h;
+    /* again next frame: active at once with expiry now, so it fires in the
+     * next pass in which time advances */
+    tk_timer_desc td = {.fn = d_tickd_timer, .ud = sc};
+    tk_timer_handle nh;
+    if (tk_timer_set_for_next_tick(w, &td, &nh) != 0)
+        d_fail(sc, "frame %u: the timer actor could not set itself again", sc->frame);
+    d_act(sc, SIDE_TICKD, D_HOOK_TIMER, D_GS_HOOK);
+}
+
+static void d_tickd_tickable(void *ud, float dt, tk_world_t *w)
+{
+    (void)dt;
+    (void)w;
+    d_act(ud, SIDE_TICKD, D_HOOK_TICKABLE, D_GS_HOOK);
+}
+
+static void d_model_between(void *ud)
+{
+    d_act(ud, SIDE_MODEL, D_HOOK_TIMER, D_GS_HOOK);
+    d_act(ud, SIDE_MODEL, D_HOOK_TICKABLE, D_GS_HOOK);
 }
 
 static void d_tickd_tick(void *target, float dt, tk_tick_ctx *ctx)
@@ -1309,7 +1457,7 @@ static void d_trace(void *ud, tk_tick_id id, void *target, tk_group group)
 
 /* ---- between frames ---------------------------------------------------- */
 
-static void d_both(scen *sc, const dplan *p)
+static void d_both(scen *sc, const dop *p)
 {
     d_commit(sc, p);
     d_apply(sc, SIDE_TICKD, p);
@@ -1323,7 +1471,7 @@ static void d_between(scen *sc)
      * pause after it (d_interval_ok: the next frame would be a pause frame). */
     bool ewp_iv = false;
     for (int k = 0; k < nops && !sc->failed; k++) {
-        dplan p = {.kind = P_NONE, .target = -1, .target2 = -1};
+        dop p = {.kind = P_NONE, .target = -1, .target2 = -1};
         int r = sc->frame == 0 ? 0 : d_rnd(sc, 100);
         if (sc->cycles && r >= 40 && r < 64)
             r = 64 + (r - 40) % 10; /* add prerequisites instead */
@@ -1582,6 +1730,14 @@ static scen *d_new(uint64_t seed, int midframe_pct, bool cycles, bool batched)
     ck_assert_int_eq(tk_tick_class_register(sc->w, &cd, &sc->cls[1]), 0);
     if (!batched)
         tk_world_set_trace(sc->w, d_trace, sc);
+    tk_timer_desc td = {.fn = d_tickd_timer, .ud = sc};
+    tk_timer_handle th;
+    ck_assert_int_eq(tk_timer_set_for_next_tick(sc->w, &td, &th), 0);
+    tk_tickable_desc kd = {.type = TK_TICKABLE_ALWAYS, .enabled = true, .fn = d_tickd_tickable,
+                           .ud = sc};
+    tk_tickable_id kid;
+    ck_assert_int_eq(tk_tickable_add(sc->w, &kd, &kid), 0);
+    sc->cur_gs = sc->cur_actor = -1;
     ue_model_config mc = {0};
     mc.registration_order = true;
     mc.cancel_on_unregister = true;   /* tickd's documented difference */
@@ -1589,6 +1745,8 @@ static scen *d_new(uint64_t seed, int midframe_pct, bool cycles, bool batched)
     mc.ctx = sc;
     mc.on_exec = d_model_hook;
     mc.exec_ud = sc;
+    mc.between_groups = d_model_between;
+    mc.between_ud = sc;
     sc->m = ue_model_new(&mc);
     sc->raw_ns = tk_s_to_ns(1.0 / 60);
     for (int side = 0; side < 2; side++)

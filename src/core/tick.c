@@ -371,6 +371,9 @@ struct tk__ticks {
     vec32 dyn;                /* dynamic functions, by registration order       */
     bool dyn_dirty;
     vec32 paused_fns;         /* even_when_paused functions (pause frames)      */
+    vec32 renewed;            /* enabled again this frame after it was visited:
+                                 in Unreal's NewlySpawned, not queued again, but
+                                 an interval one is rescheduled there          */
     vec32 iv_defer;           /* even_when_paused functions whose interval changed
                                  between frames: a pause frame merges the
                                  reschedule after its walk (tk_tick_set_spec)   */
@@ -1406,7 +1409,7 @@ void tk__ticks_free(struct tk__ticks *T)
     }
     vec32 *vs[] = {&T->limbo, &T->dirty_lanes, &T->dirty, &T->fresh, &T->dyn,
                    &T->paused_fns, &T->due_now, &T->newly, &T->tmp, &T->stack,
-                   &T->lanes_run, &T->fired, &T->iv_defer};
+                   &T->lanes_run, &T->fired, &T->iv_defer, &T->renewed};
     for (size_t i = 0; i < TK_ARRAY_LEN(vs); i++)
         tk_free(vs[i]->v);
     if (T->wheels_ready) {
@@ -2003,12 +2006,10 @@ static void set_enabled(tk_world_t *w, rec *r, bool en)
                  * the enabled flag when it runs, so it ticks after all. */
                 bit_set(T->lanes[r->lane].act, r->pos);
             }
-            if (!visited) {
+            if (!visited)
                 add_newly(w, r);
-            } else if (x->interval_ns && x->wnode == NONE32 && !x->dset) {
-                x->was_interval = true;
-                wheel_insert(w, r, clock_of(w, r) + x->interval_ns);
-            }
+            else
+                vpush(&T->renewed, slot_of(T, r));
         }
     }
     mark_dirty(T, r);
@@ -3413,6 +3414,14 @@ static bool lane_task(const tk_world_t *w, const rec *p)
 /* Queued this frame through the extras path (not through a lane). */
 static inline bool extras_kind(const rec *r) { return (r->flags & (RF_DYNAMIC | RF_NEWLY)) != 0; }
 
+/* As a prerequisite: placed by the extras path this frame, also once a newly
+ * spawned one left the newly list (its task, even cancelled, still places
+ * functions queued after it, as Unreal's queued task does). */
+static inline bool extras_now(const tk_world_t *w, const rec *r)
+{
+    return extras_kind(r) || (r->ext && T_of(w)->exts[r->ext].task == fmark(w));
+}
+
 /* Ready to tick this frame if queued: enabled and (every frame or due). */
 static bool ready(const tk_world_t *w, const rec *r)
 {
@@ -3451,7 +3460,7 @@ static void queue_edge(tk_world_t *w, wframe *f, rec *r, rec *p, uint32_t i)
     uint64_t F = fmark(w);
     ext *x = ext_of(T, r);
     int group = grp_of(r->grp);
-    if (extras_kind(p)) {
+    if (extras_now(w, p)) {
         ext *px = ext_of(T, p);
         if (px->visit == F && px->queued != F) {
             if (!x->pre_cycle[i])
@@ -3512,7 +3521,7 @@ static void queue_finish(tk_world_t *w, const wframe *f, rec *r, int ctxg)
                 continue;
             ext *px = ext_of(T, p);
             int ps, pe, pband;
-            bool is_x = extras_kind(p);
+            bool is_x = extras_now(w, p);
             if (is_x) {
                 if (px->task != F || px->done == F)
                     continue;
@@ -3590,6 +3599,18 @@ static void queue_fn(tk_world_t *w, rec *r0, int ctxg)
 static size_t queue_newly(tk_world_t *w, int ctxg)
 {
     struct tk__ticks *T = T_of(w);
+    /* Enabled again after they were visited: not queued, but an interval
+     * one is rescheduled for its full interval (the interval it has now). */
+    for (size_t i = 0; i < T->renewed.n; i++) {
+        rec *r = &T->recs[T->renewed.v[i]];
+        ext *x = ext_of(T, r);
+        if (r->state == TK_TICK_ENABLED && x && x->interval_ns && x->wnode == NONE32 &&
+            !x->dset && !(r->flags & RF_NEWLY)) {
+            x->was_interval = true;
+            wheel_insert(w, r, clock_of(w, r) + x->interval_ns);
+        }
+    }
+    T->renewed.n = 0;
     if (T->newly.n == 0)
         return 0;
     vec32 *v = &T->stack;
@@ -3888,6 +3909,7 @@ void tk__ticks_end_frame(tk_world_t *w)
         r->flags &= (uint8_t)~RF_NEWLY;
     }
     T->newly.n = 0;
+    T->renewed.n = 0; /* left in NewlySpawned after the drain: dropped */
     for (int g = 0; g < GROUPS; g++)
         T->n_xs[g] = 0;
     T->phase = PH_IDLE;
