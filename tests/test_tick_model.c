@@ -692,6 +692,9 @@ typedef struct scen {
     int touched_gs[D_SLOTS];   /* group slot (group x 2, D_GS_HOOK) of the
                                   last plan that touched it                  */
     int touched_by[D_SLOTS];   /* actor of that plan                         */
+    uint64_t newly[D_SLOTS];   /* frame + 1 when a plan enabled or registered
+                                  it (queued as newly spawned)               */
+    int newly_by[D_SLOTS];     /* actor of that plan                         */
     int cur_gs, cur_actor;     /* the plan being made                        */
     uint64_t n_hook_ops;       /* operations replayed from timer / tickable  */
     uint64_t n_multi_ops;      /* plans of several operations replayed       */
@@ -823,7 +826,7 @@ static bool ok_settled(const scen *sc, int i, int arg)
         return true;
     /* Enabled or registered by another plan this frame: queued as newly
      * spawned, in a group tk_tick_get does not report. */
-    if (sc->touched[i] == sc->frame + 1 && sc->touched_by[i] != sc->cur_actor)
+    if (sc->newly[i] == sc->frame + 1 && sc->newly_by[i] != sc->cur_actor)
         return false;
     tk_tick_info in;
     if (tk_tick_get(sc->w, sc->tid[i], &in) != 0)
@@ -949,7 +952,7 @@ static bool ok_disabled(const scen *sc, int i, int arg)
 /*
  * Interval changes the comparison covers.  Left out, because tickd differs
  * from the model there on purpose or the difference is under review
- * (TICK_MODEL_STRICT=1 in the environment puts the last two back):
+ * (TICK_MODEL_STRICT=1 in the environment puts the last one back):
  *  - setting the interval a function already has: Unreal's
  *    UpdateTickIntervalAndCoolDown restarts the cooldown, tk_tick_set_spec
  *    with an unchanged interval changes nothing;
@@ -958,13 +961,15 @@ static bool ok_disabled(const scen *sc, int i, int arg)
  *    the time since its last tick; a later interval > 0 restarts its cooldown
  *    from then); tickd makes it an every-frame function (frame dt; a later
  *    interval ticks it at once);
- *  - an even_when_paused function while paused (or just before a pause):
- *    Unreal merges the reschedule only after the next pause frame's walk,
- *    one frame later than now + interval;
  *  - a function that cooled down before, was disabled and enabled again, and
  *    has not ticked since: Unreal's bWasInterval survives the disable, so
- *    UpdateTickIntervalAndCoolDown pulls it out of AllEnabled and it cools
- *    down first; tickd ticks it at once.
+ *    UpdateTickIntervalAndCoolDown moves it to the reschedule list, where it
+ *    keeps TickState Enabled until the list is merged: a dependent queued
+ *    later that frame still queues it through QueueTickFunction and it
+ *    ticks once more; tickd has it cooling down at once.
+ * (An even_when_paused function's interval changed while paused is covered:
+ * Unreal merges the reschedule after the next pause frame's walk, and so
+ * does tickd.)
  */
 static bool d_strict(void)
 {
@@ -979,7 +984,7 @@ static bool d_interval_ok(const scen *sc, int slot, double iv)
         return false;
     if (d_strict())
         return true;
-    return iv > 0 && !(s->ewp && sc->paused) && !(s->iv_queued && s->fresh);
+    return iv > 0 && !(s->iv_queued && s->fresh);
 }
 
 static void d_random_spec(scen *sc, dslot *s)
@@ -1154,6 +1159,12 @@ static void d_commit(scen *sc, const dop *p)
 {
     dslot *s = p->target >= 0 ? &sc->sl[p->target] : NULL;
     switch (p->kind) {
+    case P_REGISTER:
+        if (sc->cur_gs >= 0) {
+            sc->newly[p->target] = sc->frame + 1;
+            sc->newly_by[p->target] = sc->cur_actor;
+        }
+        break;
     case P_UNREGISTER:
         s->alive = false;
         sc->died[p->target] = sc->frame + 1;
@@ -1172,6 +1183,10 @@ static void d_commit(scen *sc, const dop *p)
     case P_ENABLE:
         s->enabled = true;
         s->fresh = true;
+        if (sc->cur_gs >= 0) {
+            sc->newly[p->target] = sc->frame + 1;
+            sc->newly_by[p->target] = sc->cur_actor;
+        }
         break;
     case P_INTERVAL:
         s->interval = p->value;
@@ -1467,9 +1482,6 @@ static void d_both(scen *sc, const dop *p)
 static void d_between(scen *sc)
 {
     int nops = sc->frame == 0 ? 16 : d_rnd(sc, 4);
-    /* An even_when_paused function's interval changed in this batch: no
-     * pause after it (d_interval_ok: the next frame would be a pause frame). */
-    bool ewp_iv = false;
     for (int k = 0; k < nops && !sc->failed; k++) {
         dop p = {.kind = P_NONE, .target = -1, .target2 = -1};
         int r = sc->frame == 0 ? 0 : d_rnd(sc, 100);
@@ -1531,7 +1543,7 @@ static void d_between(scen *sc)
         } else if (r < 85) {
             p.kind = P_PAUSE;
             p.flag = !sc->paused;
-            p.target = p.flag && ewp_iv && !d_strict() ? -1 : 0;
+            p.target = 0;
         } else if (r < 88) {
             if (!sc->paused)
                 continue;
@@ -1557,8 +1569,6 @@ static void d_between(scen *sc)
         }
         if (p.target < 0)
             continue;
-        if (p.kind == P_INTERVAL && sc->sl[p.target].ewp)
-            ewp_iv = true;
         if (p.kind == P_PAUSE || p.kind == P_DILATION)
             p.target = -1;
         d_hist(sc, "frame %u: %s %d %d (%g)", sc->frame, d_op_names[p.kind], p.target,
