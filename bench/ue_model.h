@@ -214,4 +214,46 @@ uint64_t ue_model_runaway_discards(const ue_model_t *m);
  * (releases of the newly_spawned group). */
 unsigned ue_model_last_drain_rounds(const ue_model_t *m);
 
+/* ---- the timer manager and the engine loop's order ------------------------ */
+
+/*
+ * FTimerManager (UE-SEMANTICS 4), ticked in every unpaused frame between
+ * post_physics and the between_groups hook (the tickables) with the world's
+ * dt: pending / active / paused / executing, strict expiry, CallCount
+ * catch-up, HasBeenTickedThisFrame = LastTickedFrame == GFrameCounter, set
+ * at the end of the pass, then the pending timers are activated.  Ties on
+ * expiry fire in the order the timers were set (tickd's documented choice;
+ * Unreal's heap leaves them arbitrary).  Clearing an active timer removes it
+ * at once (Unreal marks it and drops it lazily: nothing observable differs).
+ *
+ * GFrameCounter is ue_model_frame_count() during a frame; code run through
+ * ue_model_deferred runs as FEngineLoop::Tick's deferred commands, at the end
+ * of the last frame, after its world tick and before its counter moved (so
+ * there GFrameCounter is the last frame's).
+ */
+typedef uint64_t ue_timer_handle;          /* 0 = none */
+typedef void (*ue_timer_fn)(void *ud, ue_timer_handle h);
+
+typedef enum ue_timer_status {
+    UE_TIMER_PENDING = 0,
+    UE_TIMER_ACTIVE = 1,
+    UE_TIMER_PAUSED = 2,
+    UE_TIMER_EXECUTING = 3
+} ue_timer_status;
+
+/* SetTimer: rate > 0 (else TK_EINVAL: tickd's rule), first_delay < 0 means
+ * rate. */
+int ue_model_timer_set(ue_model_t *m, ue_timer_fn fn, void *ud, double rate, bool loop,
+                       double first_delay, ue_timer_handle *out);
+int ue_model_timer_clear(ue_model_t *m, ue_timer_handle h);   /* TK_ENOENT */
+int ue_model_timer_pause(ue_model_t *m, ue_timer_handle h);
+int ue_model_timer_unpause(ue_model_t *m, ue_timer_handle h);
+/* Status, -1 if the handle names no timer; remaining time in ns (active:
+ * expiry - now, executing 0, pending / paused: the stored remaining). */
+int ue_model_timer_status(const ue_model_t *m, ue_timer_handle h, int64_t *remaining_ns);
+bool ue_model_timer_ticked_this_frame(const ue_model_t *m);
+
+/* Run fn(ud) as a deferred command of the last frame (see above). */
+void ue_model_deferred(ue_model_t *m, void (*fn)(void *ud), void *ud);
+
 #endif

@@ -596,6 +596,14 @@ END_TEST
 #define D_HOOK_TICKABLE (D_SLOTS + 1) /* actor: a tickable                    */
 #define D_GS_HOOK 9                   /* group slot between 4 and 5, x2       */
 #define D_MAXOPS 4
+#define D_TIMERS 64                   /* timers of a timer scenario           */
+#define D_ACTOR_TIMER(i) (D_SLOTS + 2 + (i)) /* actor: timer i's callback   */
+
+/* Timer scenarios (kind "timers"): timer operations as requests (the
+ * engine's wait hook on libtickd, ue_model_deferred on the model), from
+ * ticks and from timer callbacks; the model's timer manager is compared
+ * with libtickd's after every frame. */
+static bool g_timer_ops;
 #define D_LOG 4096
 #define D_MAXPRE 8
 #define D_ALIVE_MAX 48
@@ -613,12 +621,17 @@ enum {
     P_ADD_PREREQ,
     P_REMOVE_PREREQ,
     P_PAUSE,
-    P_DILATION
+    P_DILATION,
+    P_TSET,                    /* timers: target = timer index              */
+    P_TCLEAR,
+    P_TPAUSE,
+    P_TUNPAUSE
 };
 
 static const char *const d_op_names[] = {"none",     "register",   "unregister",    "disable",
                                          "enable",   "interval",   "add_prereq",    "remove_prereq",
-                                         "pause",    "dilation"};
+                                         "pause",    "dilation",   "timer.set",     "timer.clear",
+                                         "timer.pause", "timer.unpause"};
 
 struct scen;
 
@@ -652,8 +665,9 @@ typedef struct dop {
                                   (a later plan may change the mirror before
                                   the model replays it); NULL: the mirror    */
     int target, target2;       /* slots, -1 = none                           */
-    double value;              /* interval s, dilation                       */
-    bool flag;                 /* pause value                                */
+    double value;              /* interval s, dilation, timer rate           */
+    double value2;             /* timer first delay (< 0: the rate)          */
+    bool flag;                 /* pause value, timer loop                    */
 } dop;
 
 /* The mid-frame operations of an actor, planned once per actor and frame. */
@@ -703,7 +717,26 @@ typedef struct scen {
                                   function's prerequisite                    */
     uint64_t global_touched;   /* frame + 1 when a plan changed pause or
                                   dilation (one per frame: they don't commute) */
-    dplan plan[D_SLOTS + 2];   /* tick functions, then the two hooks         */
+    dplan plan[D_SLOTS + 2 + D_TIMERS]; /* tick functions, the two hooks,
+                                  the timers                                 */
+    /* timers (timer scenarios) */
+    bool timer_ops;
+    int n_timers;
+    bool t_alive[D_TIMERS];    /* as planned                                 */
+    bool t_paused[D_TIMERS];
+    tk_timer_handle th[D_TIMERS];
+    ue_timer_handle mh[D_TIMERS];
+    side_target ttgt[2][D_TIMERS];
+    unsigned t_fired[2][D_TIMERS]; /* calls this frame                       */
+    uint64_t t_touched[D_TIMERS];
+    int t_touched_gs[D_TIMERS], t_touched_by[D_TIMERS];
+    uint64_t t_set_frame;      /* frame + 1 when a tick set a timer          */
+    int t_set_gs, t_set_by;    /* its group slot and actor: timers set by two
+                                  ticks of one group would get their set
+                                  order (ties on expiry) from the order
+                                  inside the group                           */
+    dplan req;                 /* this frame's requests                      */
+    uint64_t n_timer_ops, n_timer_fires;
     dexec log[2][D_LOG];       /* what ran this frame, per side              */
     size_t n_log[2];
     dexec trace[D_LOG];        /* tickd's trace this frame, in order         */
@@ -984,7 +1017,10 @@ static bool d_interval_ok(const scen *sc, int slot, double iv)
         return false;
     if (d_strict())
         return true;
-    return iv > 0 && !(s->iv_queued && s->fresh);
+    ue_tick_info mi;
+    bool was_iv = s->iv_queued ||
+                  (ue_model_get(sc->m, sc->mid[slot], &mi) == 0 && mi.was_interval);
+    return iv > 0 && !(was_iv && s->fresh);
 }
 
 static void d_random_spec(scen *sc, dslot *s)
@@ -1312,6 +1348,102 @@ static bool d_make_op(scen *sc, dop *p, int pref)
     return true;
 }
 
+/* ---- timer operations ------------------------------------------------------ */
+
+static bool t_free(const scen *sc, int i)
+{
+    return sc->t_touched[i] != sc->frame + 1 || sc->t_touched_gs[i] < sc->cur_gs ||
+           (sc->t_touched_gs[i] == sc->cur_gs && sc->t_touched_by[i] == sc->cur_actor);
+}
+
+/* A planned-alive, free timer, or -1. */
+static int t_pick(scen *sc)
+{
+    int cand[D_TIMERS], n = 0;
+    for (int i = 0; i < sc->n_timers; i++)
+        if (sc->t_alive[i] && t_free(sc, i))
+            cand[n++] = i;
+    return n ? cand[d_rnd(sc, n)] : -1;
+}
+
+/* Decide one timer operation of the plan being made. */
+static bool d_make_timer_op(scen *sc, dop *p)
+{
+    static const double rates[] = {0.01, 0.02, 1.0 / 60, 0.05, 0.1, 0.003, 0.25};
+    memset(p, 0, sizeof *p);
+    p->target = p->target2 = -1;
+    int r = d_rnd(sc, 100);
+    if (r < 40) {
+        if (sc->n_timers >= D_TIMERS)
+            return false;
+        if (sc->cur_gs >= 0 && sc->cur_gs != D_GS_HOOK) {
+            if (sc->t_set_frame == sc->frame + 1 && sc->t_set_gs == sc->cur_gs &&
+                sc->t_set_by != sc->cur_actor)
+                return false;
+            sc->t_set_frame = sc->frame + 1;
+            sc->t_set_gs = sc->cur_gs;
+            sc->t_set_by = sc->cur_actor;
+        }
+        p->kind = P_TSET;
+        p->target = sc->n_timers++;
+        p->value = rates[d_rnd(sc, (int)(sizeof rates / sizeof rates[0]))];
+        p->flag = d_rnd(sc, 3) != 0;
+        p->value2 = d_rnd(sc, 4) == 0 ? rates[d_rnd(sc, 4)] : -1;
+        sc->t_alive[p->target] = true;
+        sc->t_paused[p->target] = false;
+    } else {
+        p->kind = r < 55 ? P_TCLEAR : r < 75 ? P_TPAUSE : P_TUNPAUSE;
+        p->target = t_pick(sc);
+        if (p->target < 0)
+            return false;
+        if (p->kind == P_TCLEAR)
+            sc->t_alive[p->target] = false;
+    }
+    sc->t_touched[p->target] = sc->frame + 1;
+    sc->t_touched_gs[p->target] = sc->cur_gs;
+    sc->t_touched_by[p->target] = sc->cur_actor;
+    return true;
+}
+
+static void d_tickd_tcb(void *ud, tk_timer_handle h, tk_world_t *w);
+static void d_model_tcb(void *ud, ue_timer_handle h);
+
+/* Apply a timer operation to one side; the model must answer as libtickd
+ * did (a timer that finished is unknown to both). */
+static void d_apply_timer(scen *sc, int side, dop *p)
+{
+    int i = p->target, rc;
+    if (side == SIDE_TICKD) {
+        switch (p->kind) {
+        case P_TSET: {
+            tk_timer_desc td = {.rate = p->value, .loop = p->flag, .first_delay = p->value2,
+                                .fn = d_tickd_tcb, .ud = &sc->ttgt[SIDE_TICKD][i]};
+            rc = tk_timer_set(sc->w, &td, &sc->th[i]);
+            break;
+        }
+        case P_TCLEAR: rc = tk_timer_clear(sc->w, sc->th[i]); break;
+        case P_TPAUSE: rc = tk_timer_pause(sc->w, sc->th[i]); break;
+        default: rc = tk_timer_unpause(sc->w, sc->th[i]); break;
+        }
+        p->target2 = rc == 0 ? 0 : 1; /* remembered for the model */
+    } else {
+        switch (p->kind) {
+        case P_TSET:
+            rc = ue_model_timer_set(sc->m, d_model_tcb, &sc->ttgt[SIDE_MODEL][i], p->value,
+                                    p->flag, p->value2, &sc->mh[i]);
+            break;
+        case P_TCLEAR: rc = ue_model_timer_clear(sc->m, sc->mh[i]); break;
+        case P_TPAUSE: rc = ue_model_timer_pause(sc->m, sc->mh[i]); break;
+        default: rc = ue_model_timer_unpause(sc->m, sc->mh[i]); break;
+        }
+        if ((rc == 0 ? 0 : 1) != p->target2)
+            d_fail(sc, "seed %llu frame %u: %s of timer %d: libtickd %s, the model %s",
+                   (unsigned long long)sc->seed, sc->frame, d_op_names[p->kind], i,
+                   p->target2 ? "failed" : "succeeded", rc ? "failed" : "succeeded");
+        sc->n_timer_ops++;
+    }
+}
+
 /* Decide the mid-frame operations of `actor`, running in group slot `gs`. */
 static void d_make_plan(scen *sc, int actor, int gs)
 {
@@ -1327,8 +1459,16 @@ static void d_make_plan(scen *sc, int actor, int gs)
     int pref = -1;
     for (int k = 0; k < want; k++) {
         dop *o = &p->ops[p->n_ops];
-        if (!d_make_op(sc, o, pref))
+        bool timer_op = sc->timer_ops && (actor >= D_ACTOR_TIMER(0) || d_rnd(sc, 3) == 0);
+        if (timer_op ? !d_make_timer_op(sc, o) : !d_make_op(sc, o, pref))
             continue;
+        if (timer_op) {
+            p->n_ops++;
+            d_hist(sc, "frame %u, mid-frame: actor %d (in slot %d/2): %s %d (%g %g %d)",
+                   sc->frame, actor, gs, d_op_names[o->kind], o->target, o->value, o->value2,
+                   o->flag);
+            continue;
+        }
         if (o->kind == P_REGISTER) {
             p->specs[p->n_ops] = sc->sl[o->target];
             o->spec = &p->specs[p->n_ops];
@@ -1357,8 +1497,12 @@ static void d_act(scen *sc, int side, int actor, int gs)
     if (p->applied[side])
         return; /* once, even if the actor ticks twice */
     p->applied[side] = true;
-    for (int k = 0; k < p->n_ops; k++)
-        d_apply(sc, side, &p->ops[k]);
+    for (int k = 0; k < p->n_ops; k++) {
+        if (p->ops[k].kind >= P_TSET)
+            d_apply_timer(sc, side, &p->ops[k]);
+        else
+            d_apply(sc, side, &p->ops[k]);
+    }
     if (side == SIDE_MODEL && p->n_ops) {
         sc->n_midframe_ops += (uint64_t)p->n_ops;
         if (actor >= D_SLOTS)
@@ -1403,7 +1547,10 @@ static void d_tickd_timer(void *ud, tk_timer_handle h, tk_world_t *w)
     tk_timer_handle nh;
     if (tk_timer_set_for_next_tick(w, &td, &nh) != 0)
         d_fail(sc, "frame %u: the timer actor could not set itself again", sc->frame);
-    d_act(sc, SIDE_TICKD, D_HOOK_TIMER, D_GS_HOOK);
+    /* Timer scenarios have timers of their own on both sides: this one,
+     * which the model has not, fires among them in expiry order. */
+    if (!sc->timer_ops)
+        d_act(sc, SIDE_TICKD, D_HOOK_TIMER, D_GS_HOOK);
 }
 
 static void d_tickd_tickable(void *ud, float dt, tk_world_t *w)
@@ -1415,8 +1562,91 @@ static void d_tickd_tickable(void *ud, float dt, tk_world_t *w)
 
 static void d_model_between(void *ud)
 {
-    d_act(ud, SIDE_MODEL, D_HOOK_TIMER, D_GS_HOOK);
+    if (!((scen *)ud)->timer_ops)
+        d_act(ud, SIDE_MODEL, D_HOOK_TIMER, D_GS_HOOK);
     d_act(ud, SIDE_MODEL, D_HOOK_TICKABLE, D_GS_HOOK);
+}
+
+/* A timer of a timer scenario fired (once per call of a catch-up). */
+static void d_timer_fired(scen *sc, int side, int i)
+{
+    sc->t_fired[side][i]++;
+    if (side == SIDE_MODEL)
+        sc->n_timer_fires++;
+    d_act(sc, side, D_ACTOR_TIMER(i), D_GS_HOOK);
+}
+
+static void d_tickd_tcb(void *ud, tk_timer_handle h, tk_world_t *w)
+{
+    side_target *t = ud;
+    (void)h;
+    (void)w;
+    d_timer_fired(t->sc, SIDE_TICKD, t->slot);
+}
+
+static void d_model_tcb(void *ud, ue_timer_handle h)
+{
+    side_target *t = ud;
+    (void)h;
+    d_timer_fired(t->sc, SIDE_MODEL, t->slot);
+}
+
+/* Requests: timer operations in libtickd's wait hook (planned there: it
+ * runs first), replayed on the model as deferred commands of its last
+ * frame. */
+static void d_wait(void *ud, uint64_t deadline)
+{
+    scen *sc = ud;
+    (void)deadline;
+    if (!sc->timer_ops || sc->failed)
+        return;
+    dplan *p = &sc->req;
+    memset(p, 0, sizeof *p);
+    p->frame = sc->frame + 1;
+    sc->cur_gs = -2;
+    sc->cur_actor = -2;
+    int want = sc->frame == 0 ? 4 : d_rnd(sc, 3);
+    for (int k = 0; k < want; k++) {
+        dop *o = &p->ops[p->n_ops];
+        if (!d_make_timer_op(sc, o))
+            continue;
+        p->n_ops++;
+        d_hist(sc, "frame %u, request: %s %d (%g %g %d)", sc->frame, d_op_names[o->kind],
+               o->target, o->value, o->value2, o->flag);
+    }
+    sc->cur_gs = sc->cur_actor = -1;
+    for (int k = 0; k < p->n_ops; k++)
+        d_apply_timer(sc, SIDE_TICKD, &p->ops[k]);
+}
+
+static void d_model_requests(void *ud)
+{
+    scen *sc = ud;
+    for (int k = 0; k < sc->req.n_ops; k++)
+        d_apply_timer(sc, SIDE_MODEL, &sc->req.ops[k]);
+}
+
+/* After a frame: every timer in the same state on both sides, and the
+ * same calls this frame. */
+static void d_compare_timers(scen *sc)
+{
+    for (int i = 0; i < sc->n_timers && !sc->failed; i++) {
+        tk_timer_info in;
+        bool te = tk_timer_get(sc->w, sc->th[i], &in) == 0;
+        int64_t rem = 0;
+        int ms = ue_model_timer_status(sc->m, sc->mh[i], &rem);
+        bool same = te == (ms >= 0) && sc->t_fired[0][i] == sc->t_fired[1][i];
+        if (same && te)
+            same = (int)in.status == ms && fabs(in.remaining - (double)rem * 1e-9) < 1e-9;
+        if (!same)
+            d_fail(sc,
+                   "seed %llu frame %u: timer %d: libtickd %s status %d remaining %.9f fired %u; "
+                   "the model %s status %d remaining %.9f fired %u",
+                   (unsigned long long)sc->seed, sc->frame, i, te ? "has it" : "has none",
+                   te ? (int)in.status : -1, te ? in.remaining : 0.0, sc->t_fired[0][i],
+                   ms >= 0 ? "has it" : "has none", ms, (double)rem * 1e-9, sc->t_fired[1][i]);
+        sc->t_fired[0][i] = sc->t_fired[1][i] = 0;
+    }
 }
 
 static void d_tickd_tick(void *target, float dt, tk_tick_ctx *ctx)
@@ -1731,6 +1961,12 @@ static scen *d_new(uint64_t seed, int midframe_pct, bool cycles, bool batched)
     ed.tick_rate = 0;
     ed.fixed_dt = 1.0 / 60;
     ed.max_dt = 0;
+    ed.wait = d_wait;
+    ed.wait_ud = sc;
+    sc->timer_ops = g_timer_ops;
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < D_TIMERS; i++)
+            sc->ttgt[side][i] = (side_target){sc, side, i};
     ck_assert_int_eq(tk_engine_new(&ed, &sc->e), 0);
     sc->w = tk_engine_world(sc->e);
     tk_tick_class_desc cd = {.name = "probe_a", .fn = d_tickd_tick,
@@ -1861,9 +2097,13 @@ static void d_frame(scen *sc)
         sc->steps--;
     sc->n_log[0] = sc->n_log[1] = sc->n_trace = 0;
     tk_engine_frame(sc->e);
+    if (sc->timer_ops)
+        ue_model_deferred(sc->m, d_model_requests, sc);
     ue_model_frame(sc->m, sc->raw_ns);
     d_verbose(sc);
     d_compare(sc);
+    if (sc->timer_ops)
+        d_compare_timers(sc);
     sc->n_ticks += sc->n_log[SIDE_MODEL];
     sc->frame++;
 }
@@ -1889,6 +2129,10 @@ static bool d_run(uint64_t seed, int midframe_pct, bool cycles, bool batched, un
                    "%llu mid-frame operations",
                (unsigned long long)seed, (unsigned long long)sc->n_ticks,
                (unsigned long long)sc->n_order_checks, (unsigned long long)sc->n_midframe_ops);
+    if (!sc->failed && sc->timer_ops && (sc->n_timer_ops == 0 || sc->n_timer_fires == 0))
+        d_fail(sc, "seed %llu exercised the timers too little: %llu operations, %llu calls",
+               (unsigned long long)seed, (unsigned long long)sc->n_timer_ops,
+               (unsigned long long)sc->n_timer_fires);
     if (!sc->failed && batched && (sc->n_batched == 0 || sc->n_batched_iv == 0))
         d_fail(sc, "seed %llu batched too little: %llu ticks in batches, %llu of interval functions",
                (unsigned long long)seed, (unsigned long long)sc->n_batched,
@@ -1930,6 +2174,17 @@ END_TEST
 START_TEST(tick_model_differential_cycles)
 {
     differential("cycles", 3000 + (uint64_t)_i, 8, true, false);
+}
+END_TEST
+
+/* Timers too: operations as requests (before the frame counter moved, so
+ * active at once after an unpaused frame), from ticks and from timer
+ * callbacks, on libtickd's timer manager and the model's. */
+START_TEST(tick_model_differential_timers)
+{
+    g_timer_ops = true;
+    differential("timers", 5000 + (uint64_t)_i, 12, false, false);
+    g_timer_ops = false;
 }
 END_TEST
 
@@ -2016,6 +2271,7 @@ static Suite *tick_model_suite(void)
     tcase_add_loop_test(td, tick_model_differential_midframe, 0, 12);
     tcase_add_loop_test(td, tick_model_differential_cycles, 0, 8);
     tcase_add_loop_test(td, tick_model_differential_batched, 0, 12);
+    tcase_add_loop_test(td, tick_model_differential_timers, 0, 6);
     suite_add_tcase(s, td);
     return s;
 }
@@ -2031,14 +2287,15 @@ static Suite *tick_model_suite(void)
 typedef struct d_kind {
     const char *name;
     int midframe_pct;
-    bool cycles, batched;
+    bool cycles, batched, timers;
 } d_kind;
 
 static const d_kind d_kinds[] = {
-    {"between", 0, false, false},
-    {"midframe", 12, false, false},
-    {"cycles", 8, true, false},
-    {"batched", 12, false, true},
+    {"between", 0, false, false, false},
+    {"midframe", 12, false, false, false},
+    {"cycles", 8, true, false, false},
+    {"batched", 12, false, true, false},
+    {"timers", 12, false, false, true},
 };
 
 static unsigned d_campaign(uint64_t n)
@@ -2057,6 +2314,7 @@ static unsigned d_campaign(uint64_t n)
             uint64_t seed = seed0 + k;
             static char why[3072];
             runs++;
+            g_timer_ops = dk->timers;
             if (d_run(seed, dk->midframe_pct, dk->cycles, dk->batched, frames, why, sizeof why))
                 continue;
             bad++;
