@@ -68,9 +68,18 @@
  *  7. World time (UWorld::Tick, FixupDeltaSeconds): world dt = dilation x
  *     clamp(raw dt, 0.0005 s, 0.4 s), dilation clamped to [0.0001, 20];
  *     world time stands while paused, unpaused time always advances; the
- *     pause flag is sampled once at the start of the frame.  Unreal runs the
- *     timer manager and the tickables between post_physics and
- *     post_update_work; they are out of the model's scope.
+ *     pause flag is sampled once at the start of the frame.
+ *  8. The timer manager (UE-SEMANTICS 4; FTimerManager::Tick, SetTimer,
+ *     ClearTimer, PauseTimer, UnPauseTimer): ticked between post_physics and
+ *     post_update_work in unpaused frames with the world dt; pending timers
+ *     activated at the end of the pass; HasBeenTickedThisFrame compares
+ *     LastTickedFrame with GFrameCounter.  The tickables' slot right after
+ *     it is a hook (cfg.between_groups).  The engine loop's order around the
+ *     world tick: deferred commands (ue_model_deferred) run before the frame
+ *     counter moves, so they see the last frame's LastTickedFrame.  The
+ *     timers are kept in a flat array scanned for the earliest expiry: an
+ *     oracle, not part of the baseline.  Not ported: the core ticker (it
+ *     runs no world code), SetTimerForNextTick, timer delegates' objects.
  *
  * HOW TO CHECK IT IS A FAIR BASELINE.  Per frame the model does what Unreal
  * does, no more: it re-queues every enabled function by iterating the

@@ -15,7 +15,11 @@
  * every prerequisite the model's task waited for before its dependent when
  * both ran in the same group.  Batched scenarios give tickd's classes a batch
  * form (so that every-frame and due interval functions run in batches) and
- * take the order from the ticks themselves.
+ * take the order from the ticks themselves.  Timer scenarios add timers:
+ * operations as requests (libtickd's engine wait hook against the model's
+ * deferred commands), from ticks and from timer callbacks, and compare both
+ * timer managers after every frame.  `make model-fuzz SEEDS=N` runs long
+ * campaigns of every kind (see main at the end).
  *
  * A few patterns where tickd and Unreal 5.8 differ, on purpose or pending a
  * decision, are not generated; each is described where it is filtered
