@@ -251,7 +251,8 @@ static inline bool ticked_this_frame(const tk_world_t *w)
     uint64_t last = w->timers->last_ticked;
     if (last == w->frame)
         return true;
-    return w->deferred && last != UINT64_MAX && last + 1 == w->frame;
+    return w->engine && tk__engine_deferred(w->engine) && last != UINT64_MAX &&
+           last + 1 == w->frame;
 }
 
 static inline size_t live_count(const struct tk__timers *t)

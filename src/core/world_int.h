@@ -42,9 +42,6 @@ struct tk_world {
     bool paused;             /* requested pause state                      */
     bool frame_paused;       /* the current/last frame is a pause frame    */
     bool in_frame;           /* inside tk__world_tick                      */
-    bool deferred;           /* in the engine's request hooks (wait,
-                                pre_world): the previous frame's deferred
-                                commands, before its counter moved (timer.c) */
     uint64_t steps;          /* frames to run unpaused while paused        */
 
     /* levels: slot 0 unused so that TK_LEVEL_NONE == 0 */
@@ -76,6 +73,10 @@ int tk__world_error(tk_world_t *w, int code, const char *fmt, ...)
 /* Create / free a world (the engine owns it). */
 int tk__world_new(tk_engine_t *e, double dilation, tk_world_t **out);
 void tk__world_free(tk_world_t *w);
+
+/* The engine is in its request hooks (wait, pre_world): the previous
+ * frame's deferred commands, before its frame counter moved (timer.c). */
+bool tk__engine_deferred(const tk_engine_t *e);
 
 /* One world tick with the raw dt (step 4 of a frame, engine.h). */
 void tk__world_tick(tk_world_t *w, uint64_t raw_dt_ns);
