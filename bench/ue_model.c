@@ -73,13 +73,16 @@
  *     ClearTimer, PauseTimer, UnPauseTimer): ticked between post_physics and
  *     post_update_work in unpaused frames with the world dt; pending timers
  *     activated at the end of the pass; HasBeenTickedThisFrame compares
- *     LastTickedFrame with GFrameCounter.  The tickables' slot right after
- *     it is a hook (cfg.between_groups).  The engine loop's order around the
+ *     LastTickedFrame with GFrameCounter.  Then the world's tickables
+ *     (FTickableGameObject::TickObjects: StartTicking, Always / Conditional
+ *     / Never, when_paused in pause frames), then cfg.between_groups.  The
+ *     engine loop's order around the
  *     world tick: deferred commands (ue_model_deferred) run before the frame
  *     counter moves, so they see the last frame's LastTickedFrame.  The
  *     timers are kept in a flat array scanned for the earliest expiry: an
  *     oracle, not part of the baseline.  Not ported: the core ticker (it
- *     runs no world code), SetTimerForNextTick, timer delegates' objects.
+ *     runs no world code), SetTimerForNextTick, timer delegates' objects,
+ *     world-less tickables.
  *
  * HOW TO CHECK IT IS A FAIR BASELINE.  Per frame the model does what Unreal
  * does, no more: it re-queues every enabled function by iterating the
@@ -293,6 +296,11 @@ struct ue_model {
     uint64_t tm_seq;
     bool in_deferred;          /* inside ue_model_deferred                    */
 
+    /* tickables: records (id = index + 1); the tick array, in order */
+    struct uem_tickable *tickables;
+    size_t n_tickables, cap_tickables;
+    size_t n_ticking;          /* records [0, n_ticking) are in the array     */
+
     /* counters */
     uint64_t cycle_warnings;
     uint64_t runaway_discards;
@@ -311,6 +319,14 @@ typedef struct uem_timer {
     bool loop;
     bool alive;
 } uem_timer;
+
+/* A tickable (FTickableGameObject). */
+typedef struct uem_tickable {
+    ue_tickable_fn fn;
+    void *ud;
+    int type;
+    bool enabled, when_paused, alive;
+} uem_tickable;
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -1186,6 +1202,7 @@ void ue_model_free(ue_model_t *m)
     tk_free(m->snap);
     tk_free(m->pause_exec);
     tk_free(m->timers);
+    tk_free(m->tickables);
     tk_free(m);
 }
 
@@ -1573,6 +1590,75 @@ static void timers_tick(ue_model_t *m, int64_t delta_ns)
     }
 }
 
+/* ---- tickables -------------------------------------------------------------- */
+
+static uem_tickable *tickable_get(const ue_model_t *m, ue_tickable_id id)
+{
+    if (id == 0 || id > m->n_tickables)
+        return NULL;
+    uem_tickable *k = &m->tickables[id - 1];
+    return k->alive ? k : NULL;
+}
+
+int ue_model_tickable_add(ue_model_t *m, ue_tickable_fn fn, void *ud, int type, bool enabled,
+                          bool when_paused, ue_tickable_id *out)
+{
+    if (!fn || !out || type < UE_TICKABLE_ALWAYS || type > UE_TICKABLE_NEVER)
+        return TK_EINVAL;
+    UEM_GROW(m->tickables, m->cap_tickables, m->n_tickables + 1);
+    m->tickables[m->n_tickables++] =
+        (uem_tickable){fn, ud, type, enabled, when_paused, true};
+    *out = (ue_tickable_id)m->n_tickables;
+    return 0;
+}
+
+int ue_model_tickable_remove(ue_model_t *m, ue_tickable_id id)
+{
+    uem_tickable *k = tickable_get(m, id);
+    if (!k)
+        return TK_ENOENT;
+    k->alive = false;
+    return 0;
+}
+
+int ue_model_tickable_set_type(ue_model_t *m, ue_tickable_id id, int type)
+{
+    uem_tickable *k = tickable_get(m, id);
+    if (!k)
+        return TK_ENOENT;
+    if (type < UE_TICKABLE_ALWAYS || type > UE_TICKABLE_NEVER)
+        return TK_EINVAL;
+    k->type = type;
+    return 0;
+}
+
+int ue_model_tickable_set_enabled(ue_model_t *m, ue_tickable_id id, bool enabled)
+{
+    uem_tickable *k = tickable_get(m, id);
+    if (!k)
+        return TK_ENOENT;
+    k->enabled = enabled;
+    return 0;
+}
+
+/* TickObjects for the world: StartTicking, then the array in order. */
+static void tickables_tick(ue_model_t *m, bool paused)
+{
+    m->n_ticking = m->n_tickables; /* StartTicking */
+    size_t n = m->n_ticking;
+    float dt = ns_to_float_s((int64_t)m->dt_ns);
+    for (size_t i = 0; i < n; i++) {
+        uem_tickable *k = &m->tickables[i]; /* re-read: the array may move */
+        if (!k->alive || k->type == UE_TICKABLE_NEVER)
+            continue;
+        if (k->type == UE_TICKABLE_CONDITIONAL && !k->enabled)
+            continue;
+        if (paused && !k->when_paused)
+            continue;
+        k->fn(k->ud, dt);
+    }
+}
+
 void ue_model_deferred(ue_model_t *m, void (*fn)(void *ud), void *ud)
 {
     bool was = m->in_deferred;
@@ -1618,6 +1704,7 @@ void ue_model_frame(ue_model_t *m, uint64_t raw_dt_ns)
         /* Unreal runs the timer manager and the tickables here. */
         m->running_group = -1;
         timers_tick(m, (int64_t)m->dt_ns);
+        tickables_tick(m, false);
         if (m->cfg.between_groups) {
             m->running_group = -1;
             m->cfg.between_groups(m->cfg.between_ud);
@@ -1629,6 +1716,7 @@ void ue_model_frame(ue_model_t *m, uint64_t raw_dt_ns)
         m->running_group = -1; /* no groups: report each one's own */
         for (size_t i = 0; i < m->n_levels; i++)
             level_pause_frame(m, m->levels[i]);
+        tickables_tick(m, true);
     }
     m->frame++;
 }

@@ -256,4 +256,26 @@ bool ue_model_timer_ticked_this_frame(const ue_model_t *m);
 /* Run fn(ud) as a deferred command of the last frame (see above). */
 void ue_model_deferred(ue_model_t *m, void (*fn)(void *ud), void *ud);
 
+/*
+ * FTickableGameObject (UE-SEMANTICS 5), world-bound: TickObjects runs right
+ * after the timer manager in unpaused frames (before cfg.between_groups) and
+ * in pause frames after the pause-frame ticks, with the world's dt.  Each
+ * pass first moves the tickables added since the last one into the tick
+ * array (StartTicking), so one added during a pass ticks from the next;
+ * then, in that order: Never never ticks, Conditional only while enabled
+ * (IsTickable), and in a pause frame only when_paused ones.  Type and
+ * enabled are read when the entry is reached; one removed during the pass
+ * does not tick if it had not been reached.  The pending ones are taken in
+ * the order added (Unreal's pending map has no order: a choice).
+ */
+typedef uint64_t ue_tickable_id;           /* 0 = none */
+typedef void (*ue_tickable_fn)(void *ud, float dt);
+enum { UE_TICKABLE_ALWAYS = 0, UE_TICKABLE_CONDITIONAL = 1, UE_TICKABLE_NEVER = 2 };
+
+int ue_model_tickable_add(ue_model_t *m, ue_tickable_fn fn, void *ud, int type, bool enabled,
+                          bool when_paused, ue_tickable_id *out);
+int ue_model_tickable_remove(ue_model_t *m, ue_tickable_id id);       /* TK_ENOENT */
+int ue_model_tickable_set_type(ue_model_t *m, ue_tickable_id id, int type);
+int ue_model_tickable_set_enabled(ue_model_t *m, ue_tickable_id id, bool enabled);
+
 #endif

@@ -15,10 +15,10 @@
  * every prerequisite the model's task waited for before its dependent when
  * both ran in the same group.  Batched scenarios give tickd's classes a batch
  * form (so that every-frame and due interval functions run in batches) and
- * take the order from the ticks themselves.  Timer scenarios add timers:
- * operations as requests (libtickd's engine wait hook against the model's
- * deferred commands), from ticks and from timer callbacks, and compare both
- * timer managers after every frame.  `make model-fuzz SEEDS=N` runs long
+ * take the order from the ticks themselves.  Timer scenarios add timers and
+ * tickables: operations as requests (libtickd's engine wait hook against the
+ * model's deferred commands), from ticks, timer callbacks and tickables, and
+ * compare both timer managers and tickable passes after every frame.  `make model-fuzz SEEDS=N` runs long
  * campaigns of every kind (see main at the end).
  *
  * A few patterns where tickd and Unreal 5.8 differ, on purpose or pending a
@@ -602,6 +602,8 @@ END_TEST
 #define D_MAXOPS 4
 #define D_TIMERS 64                   /* timers of a timer scenario           */
 #define D_ACTOR_TIMER(i) (D_SLOTS + 2 + (i)) /* actor: timer i's callback   */
+#define D_TICKABLES 32
+#define D_ACTOR_TICKABLE(i) (D_SLOTS + 2 + D_TIMERS + (i))
 
 /* Timer scenarios (kind "timers"): timer operations as requests (the
  * engine's wait hook on libtickd, ue_model_deferred on the model), from
@@ -629,13 +631,19 @@ enum {
     P_TSET,                    /* timers: target = timer index              */
     P_TCLEAR,
     P_TPAUSE,
-    P_TUNPAUSE
+    P_TUNPAUSE,
+    P_KADD,                    /* tickables: target = tickable index        */
+    P_KREMOVE,
+    P_KTYPE,
+    P_KENABLE
 };
 
 static const char *const d_op_names[] = {"none",     "register",   "unregister",    "disable",
                                          "enable",   "interval",   "add_prereq",    "remove_prereq",
                                          "pause",    "dilation",   "timer.set",     "timer.clear",
-                                         "timer.pause", "timer.unpause"};
+                                         "timer.pause", "timer.unpause", "tickable.add",
+                                         "tickable.remove", "tickable.set_type",
+                                         "tickable.set_enabled"};
 
 struct scen;
 
@@ -721,8 +729,18 @@ typedef struct scen {
                                   function's prerequisite                    */
     uint64_t global_touched;   /* frame + 1 when a plan changed pause or
                                   dilation (one per frame: they don't commute) */
-    dplan plan[D_SLOTS + 2 + D_TIMERS]; /* tick functions, the two hooks,
-                                  the timers                                 */
+    dplan plan[D_SLOTS + 2 + D_TIMERS + D_TICKABLES]; /* tick functions, the
+                                  two hooks, the timers, the tickables       */
+    int n_tickables;
+    bool k_alive[D_TICKABLES];
+    tk_tickable_id kid[D_TICKABLES];
+    ue_tickable_id mkid[D_TICKABLES];
+    side_target ktgt[2][D_TICKABLES];
+    unsigned k_ticks[2][D_TICKABLES]; /* ticks this frame                    */
+    float k_dt[2][D_TICKABLES];
+    uint64_t k_touched[D_TICKABLES];
+    int k_touched_gs[D_TICKABLES], k_touched_by[D_TICKABLES];
+    uint64_t n_tickable_ticks;
     /* timers (timer scenarios) */
     bool timer_ops;
     int n_timers;
@@ -1370,9 +1388,62 @@ static int t_pick(scen *sc)
     return n ? cand[d_rnd(sc, n)] : -1;
 }
 
+static bool k_free(const scen *sc, int i)
+{
+    return sc->k_touched[i] != sc->frame + 1 || sc->k_touched_gs[i] < sc->cur_gs ||
+           (sc->k_touched_gs[i] == sc->cur_gs && sc->k_touched_by[i] == sc->cur_actor);
+}
+
+/* Decide one tickable operation of the plan being made.  Tickables added
+ * in one group slot by two actors would get their order from the order
+ * inside the group: only one actor per group slot and frame adds. */
+static bool d_make_tickable_op(scen *sc, dop *p)
+{
+    memset(p, 0, sizeof *p);
+    p->target = p->target2 = -1;
+    int r = d_rnd(sc, 100);
+    if (r < 35) {
+        if (sc->n_tickables >= D_TICKABLES)
+            return false;
+        if (sc->cur_gs >= 0 && sc->cur_gs != D_GS_HOOK) {
+            if (sc->t_set_frame == sc->frame + 1 && sc->t_set_gs == sc->cur_gs &&
+                sc->t_set_by != sc->cur_actor)
+                return false;
+            sc->t_set_frame = sc->frame + 1;
+            sc->t_set_gs = sc->cur_gs;
+            sc->t_set_by = sc->cur_actor;
+        }
+        p->kind = P_KADD;
+        p->target = sc->n_tickables++;
+        p->value = d_rnd(sc, 3);      /* type */
+        p->flag = d_rnd(sc, 4) != 0;  /* enabled */
+        p->value2 = d_rnd(sc, 3) == 0; /* when paused */
+        sc->k_alive[p->target] = true;
+    } else {
+        int cand[D_TICKABLES], n = 0;
+        for (int i = 0; i < sc->n_tickables; i++)
+            if (sc->k_alive[i] && k_free(sc, i))
+                cand[n++] = i;
+        if (!n)
+            return false;
+        p->target = cand[d_rnd(sc, n)];
+        p->kind = r < 50 ? P_KREMOVE : r < 75 ? P_KTYPE : P_KENABLE;
+        p->value = d_rnd(sc, 3);
+        p->flag = d_rnd(sc, 2);
+        if (p->kind == P_KREMOVE)
+            sc->k_alive[p->target] = false;
+    }
+    sc->k_touched[p->target] = sc->frame + 1;
+    sc->k_touched_gs[p->target] = sc->cur_gs;
+    sc->k_touched_by[p->target] = sc->cur_actor;
+    return true;
+}
+
 /* Decide one timer operation of the plan being made. */
 static bool d_make_timer_op(scen *sc, dop *p)
 {
+    if (d_rnd(sc, 3) == 0)
+        return d_make_tickable_op(sc, p);
     static const double rates[] = {0.01, 0.02, 1.0 / 60, 0.05, 0.1, 0.003, 0.25};
     memset(p, 0, sizeof *p);
     p->target = p->target2 = -1;
@@ -1414,9 +1485,50 @@ static void d_model_tcb(void *ud, ue_timer_handle h);
 
 /* Apply a timer operation to one side; the model must answer as libtickd
  * did (a timer that finished is unknown to both). */
+static void d_tickd_kfn(void *ud, float dt, tk_world_t *w);
+static void d_model_kfn(void *ud, float dt);
+
 static void d_apply_timer(scen *sc, int side, dop *p)
 {
     int i = p->target, rc;
+    if (p->kind >= P_KADD) {
+        bool t = side == SIDE_TICKD;
+        switch (p->kind) {
+        case P_KADD:
+            if (t) {
+                tk_tickable_desc kd = {.type = (tk_tickable_type)(int)p->value,
+                                       .enabled = p->flag, .when_paused = p->value2 != 0,
+                                       .fn = d_tickd_kfn, .ud = &sc->ktgt[SIDE_TICKD][i]};
+                rc = tk_tickable_add(sc->w, &kd, &sc->kid[i]);
+            } else {
+                rc = ue_model_tickable_add(sc->m, d_model_kfn, &sc->ktgt[SIDE_MODEL][i],
+                                           (int)p->value, p->flag, p->value2 != 0, &sc->mkid[i]);
+            }
+            break;
+        case P_KREMOVE:
+            rc = t ? tk_tickable_remove(sc->w, sc->kid[i])
+                   : ue_model_tickable_remove(sc->m, sc->mkid[i]);
+            break;
+        case P_KTYPE:
+            rc = t ? tk_tickable_set_type(sc->w, sc->kid[i], (tk_tickable_type)(int)p->value)
+                   : ue_model_tickable_set_type(sc->m, sc->mkid[i], (int)p->value);
+            break;
+        default:
+            rc = t ? tk_tickable_set_enabled(sc->w, sc->kid[i], p->flag)
+                   : ue_model_tickable_set_enabled(sc->m, sc->mkid[i], p->flag);
+            break;
+        }
+        if (t) {
+            p->target2 = rc == 0 ? 0 : 1;
+        } else {
+            if ((rc == 0 ? 0 : 1) != p->target2)
+                d_fail(sc, "seed %llu frame %u: %s of tickable %d: libtickd %s, the model %s",
+                       (unsigned long long)sc->seed, sc->frame, d_op_names[p->kind], i,
+                       p->target2 ? "failed" : "succeeded", rc ? "failed" : "succeeded");
+            sc->n_timer_ops++;
+        }
+        return;
+    }
     if (side == SIDE_TICKD) {
         switch (p->kind) {
         case P_TSET: {
@@ -1561,14 +1673,17 @@ static void d_tickd_tickable(void *ud, float dt, tk_world_t *w)
 {
     (void)dt;
     (void)w;
-    d_act(ud, SIDE_TICKD, D_HOOK_TICKABLE, D_GS_HOOK);
+    /* Timer scenarios have tickables of their own on both sides. */
+    if (!((scen *)ud)->timer_ops)
+        d_act(ud, SIDE_TICKD, D_HOOK_TICKABLE, D_GS_HOOK);
 }
 
 static void d_model_between(void *ud)
 {
-    if (!((scen *)ud)->timer_ops)
+    if (!((scen *)ud)->timer_ops) {
         d_act(ud, SIDE_MODEL, D_HOOK_TIMER, D_GS_HOOK);
-    d_act(ud, SIDE_MODEL, D_HOOK_TICKABLE, D_GS_HOOK);
+        d_act(ud, SIDE_MODEL, D_HOOK_TICKABLE, D_GS_HOOK);
+    }
 }
 
 /* A timer of a timer scenario fired (once per call of a catch-up). */
@@ -1593,6 +1708,29 @@ static void d_model_tcb(void *ud, ue_timer_handle h)
     side_target *t = ud;
     (void)h;
     d_timer_fired(t->sc, SIDE_MODEL, t->slot);
+}
+
+/* A tickable of a timer scenario ticked. */
+static void d_tickable_ticked(scen *sc, int side, int k, float dt)
+{
+    sc->k_ticks[side][k]++;
+    sc->k_dt[side][k] = dt;
+    if (side == SIDE_MODEL)
+        sc->n_tickable_ticks++;
+    d_act(sc, side, D_ACTOR_TICKABLE(k), D_GS_HOOK);
+}
+
+static void d_tickd_kfn(void *ud, float dt, tk_world_t *w)
+{
+    side_target *t = ud;
+    (void)w;
+    d_tickable_ticked(t->sc, SIDE_TICKD, t->slot, dt);
+}
+
+static void d_model_kfn(void *ud, float dt)
+{
+    side_target *t = ud;
+    d_tickable_ticked(t->sc, SIDE_MODEL, t->slot, dt);
 }
 
 /* Requests: timer operations in libtickd's wait hook (planned there: it
@@ -1650,6 +1788,21 @@ static void d_compare_timers(scen *sc)
                    te ? (int)in.status : -1, te ? in.remaining : 0.0, sc->t_fired[0][i],
                    ms >= 0 ? "has it" : "has none", ms, (double)rem * 1e-9, sc->t_fired[1][i]);
         sc->t_fired[0][i] = sc->t_fired[1][i] = 0;
+    }
+    for (int k = 0; k < sc->n_tickables && !sc->failed; k++) {
+        tk_tickable_info in;
+        bool te = tk_tickable_get(sc->w, sc->kid[k], &in) == 0;
+        bool me = sc->mkid[k] && tickable_get(sc->m, sc->mkid[k]) != NULL;
+        bool same = te == me && sc->k_ticks[0][k] == sc->k_ticks[1][k] &&
+                    (!sc->k_ticks[0][k] || sc->k_dt[0][k] == sc->k_dt[1][k]);
+        if (!same)
+            d_fail(sc,
+                   "seed %llu frame %u%s: tickable %d: libtickd %s, ticked %u (dt %g); the "
+                   "model %s, ticked %u (dt %g)",
+                   (unsigned long long)sc->seed, sc->frame, sc->pause_frame ? " (pause)" : "",
+                   k, te ? "has it" : "has none", sc->k_ticks[0][k], (double)sc->k_dt[0][k],
+                   me ? "has it" : "has none", sc->k_ticks[1][k], (double)sc->k_dt[1][k]);
+        sc->k_ticks[0][k] = sc->k_ticks[1][k] = 0;
     }
 }
 
@@ -1968,9 +2121,12 @@ static scen *d_new(uint64_t seed, int midframe_pct, bool cycles, bool batched)
     ed.wait = d_wait;
     ed.wait_ud = sc;
     sc->timer_ops = g_timer_ops;
-    for (int side = 0; side < 2; side++)
+    for (int side = 0; side < 2; side++) {
         for (int i = 0; i < D_TIMERS; i++)
             sc->ttgt[side][i] = (side_target){sc, side, i};
+        for (int i = 0; i < D_TICKABLES; i++)
+            sc->ktgt[side][i] = (side_target){sc, side, i};
+    }
     ck_assert_int_eq(tk_engine_new(&ed, &sc->e), 0);
     sc->w = tk_engine_world(sc->e);
     tk_tick_class_desc cd = {.name = "probe_a", .fn = d_tickd_tick,
@@ -2133,10 +2289,12 @@ static bool d_run(uint64_t seed, int midframe_pct, bool cycles, bool batched, un
                    "%llu mid-frame operations",
                (unsigned long long)seed, (unsigned long long)sc->n_ticks,
                (unsigned long long)sc->n_order_checks, (unsigned long long)sc->n_midframe_ops);
-    if (!sc->failed && sc->timer_ops && (sc->n_timer_ops == 0 || sc->n_timer_fires == 0))
-        d_fail(sc, "seed %llu exercised the timers too little: %llu operations, %llu calls",
+    if (!sc->failed && sc->timer_ops &&
+        (sc->n_timer_ops == 0 || sc->n_timer_fires == 0 || sc->n_tickable_ticks == 0))
+        d_fail(sc, "seed %llu exercised timers and tickables too little: %llu operations, "
+                   "%llu timer calls, %llu tickable ticks",
                (unsigned long long)seed, (unsigned long long)sc->n_timer_ops,
-               (unsigned long long)sc->n_timer_fires);
+               (unsigned long long)sc->n_timer_fires, (unsigned long long)sc->n_tickable_ticks);
     if (!sc->failed && batched && (sc->n_batched == 0 || sc->n_batched_iv == 0))
         d_fail(sc, "seed %llu batched too little: %llu ticks in batches, %llu of interval functions",
                (unsigned long long)seed, (unsigned long long)sc->n_batched,
