@@ -2433,7 +2433,7 @@ static Suite *tick_model_suite(void)
     tcase_add_loop_test(td, tick_model_differential_midframe, 0, 12);
     tcase_add_loop_test(td, tick_model_differential_cycles, 0, 8);
     tcase_add_loop_test(td, tick_model_differential_batched, 0, 12);
-    tcase_add_loop_test(td, tick_model_differential_timers, 0, 6);
+    tcase_add_loop_test(td, tick_model_differential_timers, 0, 4);
     suite_add_tcase(s, td);
     return s;
 }
