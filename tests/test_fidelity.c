@@ -31,7 +31,7 @@
 
 enum { SIDE_TICKD = 0, SIDE_MODEL = 1 };
 
-typedef enum { OP_ENABLE, OP_DISABLE, OP_INTERVAL, OP_REGISTER } op_kind;
+typedef enum { OP_ENABLE, OP_DISABLE, OP_INTERVAL, OP_REGISTER, OP_ADD_PREREQ, OP_UNREGISTER } op_kind;
 
 /* One change: to function `fn` (OP_REGISTER: registers fn, configured in
  * spec[fn], with prerequisite `arg` when >= 0). */
@@ -192,6 +192,16 @@ static void d_apply_op(dual *d, const op *o)
         break;
     case OP_REGISTER:
         d_register(d, o->fn);
+        break;
+    case OP_ADD_PREREQ:
+        ck_assert_int_eq(t ? tk_tick_add_prerequisite(d->w, d->tid[o->fn], d->tid[o->arg])
+                           : ue_model_add_prerequisite(d->m, d->mid[o->fn], d->mid[o->arg]),
+                         0);
+        break;
+    case OP_UNREGISTER:
+        ck_assert_int_eq(t ? tk_tick_unregister(d->w, d->tid[o->fn])
+                           : ue_model_unregister(d->m, d->mid[o->fn]),
+                         0);
         break;
     }
 }
@@ -493,6 +503,54 @@ START_TEST(fidelity_toggle_then_new_interval)
 }
 END_TEST
 
+static void quiet(void *ud, tk_log_level level, const char *msg)
+{
+    (void)ud;
+    (void)level;
+    (void)msg;
+}
+
+/* ======================================================================== */
+/* Which edge of a cycle is ignored, after an unregistration                */
+/* ======================================================================== */
+
+/*
+ * R (post_physics) and S (pre_physics) wait for each other.  Unreal walks
+ * the enabled functions in registration order (P, Q, R, S, X) and ignores
+ * the edge that closes the cycle on its walk.  With P <- X <- S, the walk
+ * from P meets S first, then R, whose edge to S closes the cycle: S waits
+ * for R and is demoted to post_physics.  Once X is gone the walk from Q
+ * meets R first: S's edge to R is the ignored one, S runs in pre_physics.
+ */
+START_TEST(fidelity_cycle_edge_after_unregister)
+{
+    dual *d = dual_new(0.01);
+    int p = fn_add(d, TK_GROUP_PRE_PHYSICS, 0, false, true, -1);
+    int q = fn_add(d, TK_GROUP_PRE_PHYSICS, 0, false, true, -1);
+    int r = fn_add(d, TK_GROUP_POST_PHYSICS, 0, false, true, -1);
+    int sfn = fn_add(d, TK_GROUP_PRE_PHYSICS, 0, false, true, -1);
+    int x = fn_add(d, TK_GROUP_PRE_PHYSICS, 0, false, true, -1);
+    between bw[] = {
+        {.frame = 0, .pause = -1, .o = {OP_ADD_PREREQ, p, 0, x}, .has_op = true},
+        {.frame = 0, .pause = -1, .o = {OP_ADD_PREREQ, x, 0, sfn}, .has_op = true},
+        {.frame = 0, .pause = -1, .o = {OP_ADD_PREREQ, q, 0, r}, .has_op = true},
+        {.frame = 0, .pause = -1, .o = {OP_ADD_PREREQ, r, 0, sfn}, .has_op = true},
+        {.frame = 0, .pause = -1, .o = {OP_ADD_PREREQ, sfn, 0, r}, .has_op = true},
+        {.frame = 2, .pause = -1, .o = {OP_UNREGISTER, x, 0, 0}, .has_op = true},
+    };
+    tk_log_set_handler(quiet, NULL); /* the cycle's warning */
+    run_both(d, 5, 4, bw, 6);
+    tk_log_set_handler(NULL, NULL);
+    EXPECT(d, sfn, 0, 1, 2, 3);
+    for (int side = 0; side < 2; side++) {
+        ck_assert_int_eq(d->groups[side][sfn][1], TK_GROUP_POST_PHYSICS);
+        ck_assert_int_eq(d->groups[side][sfn][2], TK_GROUP_PRE_PHYSICS);
+        ck_assert_int_eq(d->groups[side][sfn][3], TK_GROUP_PRE_PHYSICS);
+    }
+    dual_free(d);
+}
+END_TEST
+
 /* ======================================================================== */
 /* 6. An even_when_paused interval function's interval changed while paused */
 /* ======================================================================== */
@@ -763,6 +821,7 @@ static Suite *fidelity_suite(void)
     tcase_add_test(tc, fidelity_disabled_prerequisite_still_places);
     tcase_add_test(tc, fidelity_disabled_newly_spawned_prerequisite_still_places);
     tcase_add_test(tc, fidelity_toggle_then_new_interval);
+    tcase_add_test(tc, fidelity_cycle_edge_after_unregister);
     tcase_add_test(tc, fidelity_ewp_interval_change_while_paused);
     tcase_add_test(tc, fidelity_ewp_interval_change_unpaused);
     tcase_add_test(tc, fidelity_custom_dilation_zero);
