@@ -113,7 +113,7 @@ BINARIES += $(TICKLOAD)
 endif
 
 .PHONY: all deps build run check check-run check-tests unit integration bench benchbins clean install uninstall FORCE \
-        fuzz fuzzbins valgrind soak hostile \
+        fuzz fuzzbins valgrind soak hostile model-fuzz \
         tests examples
 .DEFAULT_GOAL := all
 
@@ -308,6 +308,17 @@ valgrind: deps
 hostile: deps
 	@$(MAKE) --no-print-directory BUILD=build/bench SAN= OPT="-O2 -g" benchbins
 	@BENCH_BUILD=build/bench build/bench/bench/bench_daemon --hostile
+
+# make model-fuzz SEEDS=N [SEED0=s] [MODE=between|midframe|cycles|batched]
+# [FRAMES=n]: a long differential campaign of libtickd against the model of
+# Unreal's scheduler (tests/test_tick_model.c), N seeds of each kind; every
+# difference is printed with the command that reproduces it.
+SEEDS ?= 1000
+model-fuzz: deps
+	@$(MAKE) --no-print-directory $(BUILD)/tests/test_tick_model
+	@TICK_MODEL_FUZZ=$(SEEDS) $(if $(SEED0),TICK_MODEL_SEED0=$(SEED0)) \
+	  $(if $(MODE),TICK_MODEL_MODE=$(MODE)) $(if $(FRAMES),TICK_MODEL_FRAMES=$(FRAMES)) \
+	  $(BUILD)/tests/test_tick_model
 
 # make soak SOAK_SECONDS=600: a long mixed run with checks (not part of check).
 SOAK_SECONDS ?= 600

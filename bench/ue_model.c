@@ -68,9 +68,21 @@
  *  7. World time (UWorld::Tick, FixupDeltaSeconds): world dt = dilation x
  *     clamp(raw dt, 0.0005 s, 0.4 s), dilation clamped to [0.0001, 20];
  *     world time stands while paused, unpaused time always advances; the
- *     pause flag is sampled once at the start of the frame.  Unreal runs the
- *     timer manager and the tickables between post_physics and
- *     post_update_work; they are out of the model's scope.
+ *     pause flag is sampled once at the start of the frame.
+ *  8. The timer manager (UE-SEMANTICS 4; FTimerManager::Tick, SetTimer,
+ *     ClearTimer, PauseTimer, UnPauseTimer): ticked between post_physics and
+ *     post_update_work in unpaused frames with the world dt; pending timers
+ *     activated at the end of the pass; HasBeenTickedThisFrame compares
+ *     LastTickedFrame with GFrameCounter.  Then the world's tickables
+ *     (FTickableGameObject::TickObjects: StartTicking, Always / Conditional
+ *     / Never, when_paused in pause frames), then cfg.between_groups.  The
+ *     engine loop's order around the
+ *     world tick: deferred commands (ue_model_deferred) run before the frame
+ *     counter moves, so they see the last frame's LastTickedFrame.  The
+ *     timers are kept in a flat array scanned for the earliest expiry: an
+ *     oracle, not part of the baseline.  Not ported: the core ticker (it
+ *     runs no world code), SetTimerForNextTick, timer delegates' objects,
+ *     world-less tickables.
  *
  * HOW TO CHECK IT IS A FAIR BASELINE.  Per frame the model does what Unreal
  * does, no more: it re-queues every enabled function by iterating the
@@ -276,11 +288,45 @@ struct ue_model {
     uem_tick **pause_exec;     /* ExecuteTickFunctions of a pause frame       */
     size_t n_pause_exec, cap_pause_exec;
 
+    /* FTimerManager (linear scans: an oracle, not a baseline) */
+    struct uem_timer *timers;
+    size_t n_timers, cap_timers;
+    int64_t tm_now;            /* InternalTime, ns                            */
+    uint64_t tm_last;          /* LastTickedFrame; UINT64_MAX never           */
+    uint64_t tm_seq;
+    bool in_deferred;          /* inside ue_model_deferred                    */
+
+    /* tickables: records (id = index + 1); the tick array, in order */
+    struct uem_tickable *tickables;
+    size_t n_tickables, cap_tickables;
+    size_t n_ticking;          /* records [0, n_ticking) are in the array     */
+
     /* counters */
     uint64_t cycle_warnings;
     uint64_t runaway_discards;
     unsigned drain_rounds;
 };
+
+/* A timer of the timer manager (FTimerData); handle = index + 1. */
+typedef struct uem_timer {
+    ue_timer_fn fn;
+    void *ud;
+    int64_t rate_ns;
+    int64_t expire_ns;         /* absolute if active / executing, else the
+                                  remaining time                              */
+    uint64_t seq;              /* set order: ties on expiry                   */
+    uint8_t status;            /* ue_timer_status                             */
+    bool loop;
+    bool alive;
+} uem_timer;
+
+/* A tickable (FTickableGameObject). */
+typedef struct uem_tickable {
+    ue_tickable_fn fn;
+    void *ud;
+    int type;
+    bool enabled, when_paused, alive;
+} uem_tickable;
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -1120,6 +1166,7 @@ ue_model_t *ue_model_new(const ue_model_config *cfg)
     if (cfg)
         m->cfg = *cfg;
     m->dilation = 1.0;
+    m->tm_last = UINT64_MAX;
     ue_model_level_add(m);
     return m;
 }
@@ -1154,6 +1201,8 @@ void ue_model_free(ue_model_t *m)
     tk_free(m->pool);
     tk_free(m->snap);
     tk_free(m->pause_exec);
+    tk_free(m->timers);
+    tk_free(m->tickables);
     tk_free(m);
 }
 
@@ -1388,6 +1437,236 @@ double ue_model_set_dilation(ue_model_t *m, double dilation)
     return m->dilation;
 }
 
+/* ---- the timer manager ---------------------------------------------------- */
+
+/* GFrameCounter as the timer manager sees it: a deferred command runs
+ * before the last frame's counter moved. */
+static uint64_t tm_frame(const ue_model_t *m)
+{
+    if (m->in_deferred)
+        return m->frame ? m->frame - 1 : UINT64_MAX - 1;
+    return m->frame;
+}
+
+bool ue_model_timer_ticked_this_frame(const ue_model_t *m) { return m->tm_last == tm_frame(m); }
+
+static uem_timer *timer_get(const ue_model_t *m, ue_timer_handle h)
+{
+    if (h == 0 || h > m->n_timers)
+        return NULL;
+    uem_timer *t = &m->timers[h - 1];
+    return t->alive ? t : NULL;
+}
+
+int ue_model_timer_set(ue_model_t *m, ue_timer_fn fn, void *ud, double rate, bool loop,
+                       double first_delay, ue_timer_handle *out)
+{
+    if (!out || !(rate > 0) || isinf(rate) || isnan(first_delay))
+        return TK_EINVAL;
+    UEM_GROW(m->timers, m->cap_timers, m->n_timers + 1);
+    uem_timer *t = &m->timers[m->n_timers++];
+    memset(t, 0, sizeof *t);
+    t->fn = fn;
+    t->ud = ud;
+    t->rate_ns = seconds_to_ns(rate);
+    if (t->rate_ns < 1)
+        t->rate_ns = 1;
+    t->loop = loop;
+    t->alive = true;
+    t->seq = ++m->tm_seq;
+    int64_t delay = first_delay >= 0 ? seconds_to_ns(first_delay) : t->rate_ns;
+    if (ue_model_timer_ticked_this_frame(m)) {
+        t->status = UE_TIMER_ACTIVE;
+        t->expire_ns = m->tm_now + delay;
+    } else {
+        t->status = UE_TIMER_PENDING;
+        t->expire_ns = delay;
+    }
+    *out = (ue_timer_handle)m->n_timers;
+    return 0;
+}
+
+int ue_model_timer_clear(ue_model_t *m, ue_timer_handle h)
+{
+    uem_timer *t = timer_get(m, h);
+    if (!t)
+        return TK_ENOENT;
+    t->alive = false; /* an executing one stops its remaining calls */
+    return 0;
+}
+
+int ue_model_timer_pause(ue_model_t *m, ue_timer_handle h)
+{
+    uem_timer *t = timer_get(m, h);
+    if (!t)
+        return TK_ENOENT;
+    if (t->status == UE_TIMER_PAUSED)
+        return 0;
+    if (t->status == UE_TIMER_EXECUTING && !t->loop) {
+        t->alive = false;
+        return 0;
+    }
+    if (t->status != UE_TIMER_PENDING)
+        t->expire_ns -= m->tm_now;
+    t->status = UE_TIMER_PAUSED;
+    return 0;
+}
+
+int ue_model_timer_unpause(ue_model_t *m, ue_timer_handle h)
+{
+    uem_timer *t = timer_get(m, h);
+    if (!t)
+        return TK_ENOENT;
+    if (t->status != UE_TIMER_PAUSED)
+        return 0;
+    if (ue_model_timer_ticked_this_frame(m)) {
+        t->status = UE_TIMER_ACTIVE;
+        t->expire_ns += m->tm_now;
+    } else {
+        t->status = UE_TIMER_PENDING;
+    }
+    return 0;
+}
+
+int ue_model_timer_status(const ue_model_t *m, ue_timer_handle h, int64_t *remaining_ns)
+{
+    const uem_timer *t = timer_get(m, h);
+    if (!t)
+        return -1;
+    if (remaining_ns)
+        *remaining_ns = t->status == UE_TIMER_ACTIVE      ? t->expire_ns - m->tm_now
+                        : t->status == UE_TIMER_EXECUTING ? 0
+                                                          : t->expire_ns;
+    return t->status;
+}
+
+/* FTimerManager::Tick. */
+static void timers_tick(ue_model_t *m, int64_t delta_ns)
+{
+    if (m->tm_last == tm_frame(m))
+        return;
+    m->tm_now += delta_ns;
+    for (;;) {
+        uem_timer *best = NULL;
+        for (size_t i = 0; i < m->n_timers; i++) {
+            uem_timer *t = &m->timers[i];
+            if (!t->alive || t->status != UE_TIMER_ACTIVE)
+                continue;
+            if (!best || t->expire_ns < best->expire_ns ||
+                (t->expire_ns == best->expire_ns && t->seq < best->seq))
+                best = t;
+        }
+        if (!best || !(m->tm_now > best->expire_ns))
+            break;
+        size_t idx = (size_t)(best - m->timers);
+        ue_timer_handle h = (ue_timer_handle)idx + 1;
+        best->status = UE_TIMER_EXECUTING;
+        int64_t calls = best->loop ? (m->tm_now - best->expire_ns) / best->rate_ns + 1 : 1;
+        for (int64_t k = 0; k < calls; k++) {
+            uem_timer *t = &m->timers[idx]; /* the array may move */
+            if (t->fn)
+                t->fn(t->ud, h);
+            t = &m->timers[idx];
+            if (!t->alive || t->status != UE_TIMER_EXECUTING)
+                break;
+        }
+        uem_timer *t = &m->timers[idx];
+        if (t->alive && t->status == UE_TIMER_EXECUTING) {
+            if (t->loop) {
+                t->expire_ns += calls * t->rate_ns;
+                t->status = UE_TIMER_ACTIVE;
+            } else {
+                t->alive = false;
+            }
+        }
+    }
+    m->tm_last = tm_frame(m);
+    for (size_t i = 0; i < m->n_timers; i++) {
+        uem_timer *t = &m->timers[i];
+        if (t->alive && t->status == UE_TIMER_PENDING) {
+            t->expire_ns += m->tm_now;
+            t->status = UE_TIMER_ACTIVE;
+        }
+    }
+}
+
+/* ---- tickables -------------------------------------------------------------- */
+
+static uem_tickable *tickable_get(const ue_model_t *m, ue_tickable_id id)
+{
+    if (id == 0 || id > m->n_tickables)
+        return NULL;
+    uem_tickable *k = &m->tickables[id - 1];
+    return k->alive ? k : NULL;
+}
+
+int ue_model_tickable_add(ue_model_t *m, ue_tickable_fn fn, void *ud, int type, bool enabled,
+                          bool when_paused, ue_tickable_id *out)
+{
+    if (!fn || !out || type < UE_TICKABLE_ALWAYS || type > UE_TICKABLE_NEVER)
+        return TK_EINVAL;
+    UEM_GROW(m->tickables, m->cap_tickables, m->n_tickables + 1);
+    m->tickables[m->n_tickables++] =
+        (uem_tickable){fn, ud, type, enabled, when_paused, true};
+    *out = (ue_tickable_id)m->n_tickables;
+    return 0;
+}
+
+int ue_model_tickable_remove(ue_model_t *m, ue_tickable_id id)
+{
+    uem_tickable *k = tickable_get(m, id);
+    if (!k)
+        return TK_ENOENT;
+    k->alive = false;
+    return 0;
+}
+
+int ue_model_tickable_set_type(ue_model_t *m, ue_tickable_id id, int type)
+{
+    uem_tickable *k = tickable_get(m, id);
+    if (!k)
+        return TK_ENOENT;
+    if (type < UE_TICKABLE_ALWAYS || type > UE_TICKABLE_NEVER)
+        return TK_EINVAL;
+    k->type = type;
+    return 0;
+}
+
+int ue_model_tickable_set_enabled(ue_model_t *m, ue_tickable_id id, bool enabled)
+{
+    uem_tickable *k = tickable_get(m, id);
+    if (!k)
+        return TK_ENOENT;
+    k->enabled = enabled;
+    return 0;
+}
+
+/* TickObjects for the world: StartTicking, then the array in order. */
+static void tickables_tick(ue_model_t *m, bool paused)
+{
+    m->n_ticking = m->n_tickables; /* StartTicking */
+    size_t n = m->n_ticking;
+    float dt = ns_to_float_s((int64_t)m->dt_ns);
+    for (size_t i = 0; i < n; i++) {
+        uem_tickable *k = &m->tickables[i]; /* re-read: the array may move */
+        if (!k->alive || k->type == UE_TICKABLE_NEVER)
+            continue;
+        if (k->type == UE_TICKABLE_CONDITIONAL && !k->enabled)
+            continue;
+        if (paused && !k->when_paused)
+            continue;
+        k->fn(k->ud, dt);
+    }
+}
+
+void ue_model_deferred(ue_model_t *m, void (*fn)(void *ud), void *ud)
+{
+    bool was = m->in_deferred;
+    m->in_deferred = true;
+    fn(ud);
+    m->in_deferred = was;
+}
+
 /* FixupDeltaSeconds: dilation * clamp(raw, Min, Max), in ns. */
 static uint64_t world_dt(const ue_model_t *m, uint64_t raw_ns)
 {
@@ -1423,6 +1702,13 @@ void ue_model_frame(ue_model_t *m, uint64_t raw_dt_ns)
         run_tick_group(m, UE_TG_END_PHYSICS, true);
         run_tick_group(m, UE_TG_POST_PHYSICS, true);
         /* Unreal runs the timer manager and the tickables here. */
+        m->running_group = -1;
+        timers_tick(m, (int64_t)m->dt_ns);
+        tickables_tick(m, false);
+        if (m->cfg.between_groups) {
+            m->running_group = -1;
+            m->cfg.between_groups(m->cfg.between_ud);
+        }
         run_tick_group(m, UE_TG_POST_UPDATE_WORK, true);
         run_tick_group(m, UE_TG_LAST_DEMOTABLE, true);
         end_frame(m);
@@ -1430,6 +1716,7 @@ void ue_model_frame(ue_model_t *m, uint64_t raw_dt_ns)
         m->running_group = -1; /* no groups: report each one's own */
         for (size_t i = 0; i < m->n_levels; i++)
             level_pause_frame(m, m->levels[i]);
+        tickables_tick(m, true);
     }
     m->frame++;
 }

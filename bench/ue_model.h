@@ -84,6 +84,12 @@ typedef struct ue_model_config {
      * merges only at the next StartFrame/EndFrame of an unpaused frame, so such
      * a function ticks at most once per pause. */
     bool pause_merge_each_frame;
+    /* Called once per unpaused frame between post_physics and
+     * post_update_work, where UWorld::Tick runs the timer manager and then
+     * the tickables; code there may change tick functions (what it
+     * registers is queued after post_update_work). */
+    void (*between_groups)(void *ud);
+    void *between_ud;
     void *ctx;                 /* handed to every tick callback               */
     ue_exec_fn on_exec;        /* optional execution log                      */
     void *exec_ud;
@@ -191,7 +197,8 @@ double ue_model_set_dilation(ue_model_t *m, double dilation);
  * dilation, paused world time stands), then either StartFrame, the seven
  * tick groups with the newly-spawned handling, EndFrame; or a pause frame.
  * Timers and tickables are out of the model's scope: Unreal runs them
- * between post_physics and post_update_work.  The frame counter then + 1.
+ * between post_physics and post_update_work (cfg.between_groups is called
+ * there).  The frame counter then + 1.
  */
 void ue_model_frame(ue_model_t *m, uint64_t raw_dt_ns);
 
@@ -206,5 +213,69 @@ uint64_t ue_model_runaway_discards(const ue_model_t *m);
 /* Rounds of the newly-spawned drain after last_demotable in the last frame
  * (releases of the newly_spawned group). */
 unsigned ue_model_last_drain_rounds(const ue_model_t *m);
+
+/* ---- the timer manager and the engine loop's order ------------------------ */
+
+/*
+ * FTimerManager (UE-SEMANTICS 4), ticked in every unpaused frame between
+ * post_physics and the between_groups hook (the tickables) with the world's
+ * dt: pending / active / paused / executing, strict expiry, CallCount
+ * catch-up, HasBeenTickedThisFrame = LastTickedFrame == GFrameCounter, set
+ * at the end of the pass, then the pending timers are activated.  Ties on
+ * expiry fire in the order the timers were set (tickd's documented choice;
+ * Unreal's heap leaves them arbitrary).  Clearing an active timer removes it
+ * at once (Unreal marks it and drops it lazily: nothing observable differs).
+ *
+ * GFrameCounter is ue_model_frame_count() during a frame; code run through
+ * ue_model_deferred runs as FEngineLoop::Tick's deferred commands, at the end
+ * of the last frame, after its world tick and before its counter moved (so
+ * there GFrameCounter is the last frame's).
+ */
+typedef uint64_t ue_timer_handle;          /* 0 = none */
+typedef void (*ue_timer_fn)(void *ud, ue_timer_handle h);
+
+typedef enum ue_timer_status {
+    UE_TIMER_PENDING = 0,
+    UE_TIMER_ACTIVE = 1,
+    UE_TIMER_PAUSED = 2,
+    UE_TIMER_EXECUTING = 3
+} ue_timer_status;
+
+/* SetTimer: rate > 0 (else TK_EINVAL: tickd's rule), first_delay < 0 means
+ * rate. */
+int ue_model_timer_set(ue_model_t *m, ue_timer_fn fn, void *ud, double rate, bool loop,
+                       double first_delay, ue_timer_handle *out);
+int ue_model_timer_clear(ue_model_t *m, ue_timer_handle h);   /* TK_ENOENT */
+int ue_model_timer_pause(ue_model_t *m, ue_timer_handle h);
+int ue_model_timer_unpause(ue_model_t *m, ue_timer_handle h);
+/* Status, -1 if the handle names no timer; remaining time in ns (active:
+ * expiry - now, executing 0, pending / paused: the stored remaining). */
+int ue_model_timer_status(const ue_model_t *m, ue_timer_handle h, int64_t *remaining_ns);
+bool ue_model_timer_ticked_this_frame(const ue_model_t *m);
+
+/* Run fn(ud) as a deferred command of the last frame (see above). */
+void ue_model_deferred(ue_model_t *m, void (*fn)(void *ud), void *ud);
+
+/*
+ * FTickableGameObject (UE-SEMANTICS 5), world-bound: TickObjects runs right
+ * after the timer manager in unpaused frames (before cfg.between_groups) and
+ * in pause frames after the pause-frame ticks, with the world's dt.  Each
+ * pass first moves the tickables added since the last one into the tick
+ * array (StartTicking), so one added during a pass ticks from the next;
+ * then, in that order: Never never ticks, Conditional only while enabled
+ * (IsTickable), and in a pause frame only when_paused ones.  Type and
+ * enabled are read when the entry is reached; one removed during the pass
+ * does not tick if it had not been reached.  The pending ones are taken in
+ * the order added (Unreal's pending map has no order: a choice).
+ */
+typedef uint64_t ue_tickable_id;           /* 0 = none */
+typedef void (*ue_tickable_fn)(void *ud, float dt);
+enum { UE_TICKABLE_ALWAYS = 0, UE_TICKABLE_CONDITIONAL = 1, UE_TICKABLE_NEVER = 2 };
+
+int ue_model_tickable_add(ue_model_t *m, ue_tickable_fn fn, void *ud, int type, bool enabled,
+                          bool when_paused, ue_tickable_id *out);
+int ue_model_tickable_remove(ue_model_t *m, ue_tickable_id id);       /* TK_ENOENT */
+int ue_model_tickable_set_type(ue_model_t *m, ue_tickable_id id, int type);
+int ue_model_tickable_set_enabled(ue_model_t *m, ue_tickable_id id, bool enabled);
 
 #endif

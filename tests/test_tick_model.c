@@ -15,7 +15,11 @@
  * every prerequisite the model's task waited for before its dependent when
  * both ran in the same group.  Batched scenarios give tickd's classes a batch
  * form (so that every-frame and due interval functions run in batches) and
- * take the order from the ticks themselves.
+ * take the order from the ticks themselves.  Timer scenarios add timers and
+ * tickables: operations as requests (libtickd's engine wait hook against the
+ * model's deferred commands), from ticks, timer callbacks and tickables, and
+ * compare both timer managers and tickable passes after every frame.  `make model-fuzz SEEDS=N` runs long
+ * campaigns of every kind (see main at the end).
  *
  * A few patterns where tickd and Unreal 5.8 differ, on purpose or pending a
  * decision, are not generated; each is described where it is filtered
@@ -577,16 +581,35 @@ END_TEST
  * and compares what ran.
  *
  * Mid-frame operations are made deterministic although the order inside a
- * group differs (Unreal: hash order; tickd: its lane order): an operation is
- * planned the first time its actor ticks in a frame (on libtickd, which runs
- * each frame first), stored per actor, and replayed when the same actor ticks
- * on the model.  A plan only touches functions that cannot have run yet this
- * frame (configured group after the actor's running group) or that are
- * disabled, and never one another plan of the same frame touched, so the
- * plans of a frame commute.
+ * group differs (Unreal: hash order; tickd: its lane order): a plan (up to
+ * four operations, often on one function: disable then enable, enable then
+ * a new interval...) is made the first time its actor ticks in a frame (on
+ * libtickd, which runs each frame first), stored per actor, and replayed when
+ * the same actor ticks on the model.  Actors are tick functions, and a timer
+ * and a tickable, which run between post_physics and post_update_work (the
+ * model's between_groups hook).  A plan touches functions whose place
+ * relative to the actor is settled: ticked this frame in an earlier group
+ * ("after it ran"), or not ticked yet and not placed in the actor's group
+ * ("before it ran"); and a function already touched this frame only from a
+ * later group than the plans that touched it (so same-group plans, whose
+ * order differs between the sides, commute).
  */
 
 #define D_SLOTS 512
+#define D_HOOK_TIMER D_SLOTS          /* actor: a timer firing every frame    */
+#define D_HOOK_TICKABLE (D_SLOTS + 1) /* actor: a tickable                    */
+#define D_GS_HOOK 9                   /* group slot between 4 and 5, x2       */
+#define D_MAXOPS 4
+#define D_TIMERS 64                   /* timers of a timer scenario           */
+#define D_ACTOR_TIMER(i) (D_SLOTS + 2 + (i)) /* actor: timer i's callback   */
+#define D_TICKABLES 32
+#define D_ACTOR_TICKABLE(i) (D_SLOTS + 2 + D_TIMERS + (i))
+
+/* Timer scenarios (kind "timers"): timer operations as requests (the
+ * engine's wait hook on libtickd, ue_model_deferred on the model), from
+ * ticks and from timer callbacks; the model's timer manager is compared
+ * with libtickd's after every frame. */
+static bool g_timer_ops;
 #define D_LOG 4096
 #define D_MAXPRE 8
 #define D_ALIVE_MAX 48
@@ -604,12 +627,23 @@ enum {
     P_ADD_PREREQ,
     P_REMOVE_PREREQ,
     P_PAUSE,
-    P_DILATION
+    P_DILATION,
+    P_TSET,                    /* timers: target = timer index              */
+    P_TCLEAR,
+    P_TPAUSE,
+    P_TUNPAUSE,
+    P_KADD,                    /* tickables: target = tickable index        */
+    P_KREMOVE,
+    P_KTYPE,
+    P_KENABLE
 };
 
 static const char *const d_op_names[] = {"none",     "register",   "unregister",    "disable",
                                          "enable",   "interval",   "add_prereq",    "remove_prereq",
-                                         "pause",    "dilation"};
+                                         "pause",    "dilation",   "timer.set",     "timer.clear",
+                                         "timer.pause", "timer.unpause", "tickable.add",
+                                         "tickable.remove", "tickable.set_type",
+                                         "tickable.set_enabled"};
 
 struct scen;
 
@@ -636,13 +670,24 @@ typedef struct dslot {
     bool fresh;                /* enabled since, and not ticked yet          */
 } dslot;
 
-/* A mid-frame operation, planned once per actor and frame. */
+/* An operation. */
+typedef struct dop {
+    int kind;                  /* P_*                                        */
+    const struct dslot *spec;  /* P_REGISTER mid-frame: the spec as planned
+                                  (a later plan may change the mirror before
+                                  the model replays it); NULL: the mirror    */
+    int target, target2;       /* slots, -1 = none                           */
+    double value;              /* interval s, dilation, timer rate           */
+    double value2;             /* timer first delay (< 0: the rate)          */
+    bool flag;                 /* pause value, timer loop                    */
+} dop;
+
+/* The mid-frame operations of an actor, planned once per actor and frame. */
 typedef struct dplan {
     uint64_t frame;            /* frame + 1 it was made for, 0 = none        */
-    int kind;                  /* P_*                                        */
-    int target, target2;       /* slots, -1 = none                           */
-    double value;              /* interval s, dilation                       */
-    bool flag;                 /* pause value                                */
+    dop ops[D_MAXOPS];
+    struct dslot specs[D_MAXOPS]; /* registrations' specs as planned       */
+    int n_ops;
     bool applied[2];           /* replayed on that side already              */
 } dplan;
 
@@ -670,10 +715,50 @@ typedef struct scen {
     dslot sl[D_SLOTS];
     int n_slots;
     uint64_t touched[D_SLOTS]; /* frame + 1 when a plan touched it           */
+    int touched_gs[D_SLOTS];   /* group slot (group x 2, D_GS_HOOK) of the
+                                  last plan that touched it                  */
+    int touched_by[D_SLOTS];   /* actor of that plan                         */
+    uint64_t newly[D_SLOTS];   /* frame + 1 when a plan enabled or registered
+                                  it (queued as newly spawned)               */
+    int newly_by[D_SLOTS];     /* actor of that plan                         */
+    int cur_gs, cur_actor;     /* the plan being made                        */
+    uint64_t n_hook_ops;       /* operations replayed from timer / tickable  */
+    uint64_t n_multi_ops;      /* plans of several operations replayed       */
     uint64_t died[D_SLOTS];    /* frame + 1 when it was unregistered         */
+    uint64_t unlinked[D_SLOTS]; /* frame + 1 when it stopped being some
+                                  function's prerequisite                    */
     uint64_t global_touched;   /* frame + 1 when a plan changed pause or
                                   dilation (one per frame: they don't commute) */
-    dplan plan[D_SLOTS];
+    dplan plan[D_SLOTS + 2 + D_TIMERS + D_TICKABLES]; /* tick functions, the
+                                  two hooks, the timers, the tickables       */
+    int n_tickables;
+    bool k_alive[D_TICKABLES];
+    tk_tickable_id kid[D_TICKABLES];
+    ue_tickable_id mkid[D_TICKABLES];
+    side_target ktgt[2][D_TICKABLES];
+    unsigned k_ticks[2][D_TICKABLES]; /* ticks this frame                    */
+    float k_dt[2][D_TICKABLES];
+    uint64_t k_touched[D_TICKABLES];
+    int k_touched_gs[D_TICKABLES], k_touched_by[D_TICKABLES];
+    uint64_t n_tickable_ticks;
+    /* timers (timer scenarios) */
+    bool timer_ops;
+    int n_timers;
+    bool t_alive[D_TIMERS];    /* as planned                                 */
+    bool t_paused[D_TIMERS];
+    tk_timer_handle th[D_TIMERS];
+    ue_timer_handle mh[D_TIMERS];
+    side_target ttgt[2][D_TIMERS];
+    unsigned t_fired[2][D_TIMERS]; /* calls this frame                       */
+    uint64_t t_touched[D_TIMERS];
+    int t_touched_gs[D_TIMERS], t_touched_by[D_TIMERS];
+    uint64_t t_set_frame;      /* frame + 1 when a tick set a timer          */
+    int t_set_gs, t_set_by;    /* its group slot and actor: timers set by two
+                                  ticks of one group would get their set
+                                  order (ties on expiry) from the order
+                                  inside the group                           */
+    dplan req;                 /* this frame's requests                      */
+    uint64_t n_timer_ops, n_timer_fires;
     dexec log[2][D_LOG];       /* what ran this frame, per side              */
     size_t n_log[2];
     dexec trace[D_LOG];        /* tickd's trace this frame, in order         */
@@ -761,17 +846,56 @@ static bool ok_any(const scen *sc, int i, int arg)
     return true;
 }
 
-/* Not touched by a plan this frame. */
+/* Not touched this frame by another plan of the same or a later group
+ * slot (between frames: not touched at all, cur_gs = -1). */
 static bool ok_free(const scen *sc, int i, int arg)
 {
     (void)arg;
-    return sc->touched[i] != sc->frame + 1;
+    return sc->touched[i] != sc->frame + 1 || sc->touched_gs[i] < sc->cur_gs ||
+           (sc->touched_gs[i] == sc->cur_gs && sc->touched_by[i] == sc->cur_actor);
 }
 
-/* Untouched and configured in a group after `arg`: it cannot have run yet. */
-static bool ok_later(const scen *sc, int i, int arg)
+static int gslot(int group) { return group * 2; }
+
+/*
+ * Free, and settled relative to the plan being made (group slot cur_gs):
+ * ticked this frame (on libtickd, which runs first) in an earlier group slot
+ * only, or not ticked yet and placed outside the actor's group.  Whether a
+ * function in the actor's own group ran before it is the order inside a
+ * group, which differs between the sides.
+ */
+static bool ok_settled(const scen *sc, int i, int arg)
 {
-    return ok_free(sc, i, 0) && sc->sl[i].group > arg;
+    if (!ok_free(sc, i, arg))
+        return false;
+    bool ran = false;
+    for (size_t k = 0; k < sc->n_log[SIDE_TICKD]; k++) {
+        const dexec *e = &sc->log[SIDE_TICKD][k];
+        if (e->slot != i)
+            continue;
+        if (gslot(e->group) >= sc->cur_gs)
+            return false;
+        ran = true;
+    }
+    if (ran)
+        return true;
+    /* Enabled or registered by another plan this frame: queued as newly
+     * spawned, in a group tk_tick_get does not report. */
+    if (sc->newly[i] == sc->frame + 1 && sc->newly_by[i] != sc->cur_actor)
+        return false;
+    tk_tick_info in;
+    if (tk_tick_get(sc->w, sc->tid[i], &in) != 0)
+        return false;
+    return gslot((int)in.actual_group) != sc->cur_gs && gslot(sc->sl[i].group) != sc->cur_gs;
+}
+
+/* A random alive slot for which `ok` holds, `pref` with some preference
+ * (several operations on one function). */
+static int d_pick_pref(scen *sc, bool (*ok)(const scen *, int, int), int arg, int pref)
+{
+    if (pref >= 0 && sc->sl[pref].alive && d_rnd(sc, 3) != 0 && ok(sc, pref, arg))
+        return pref;
+    return d_pick(sc, ok, arg);
 }
 
 static bool d_strict(void);
@@ -780,6 +904,8 @@ static bool d_strict(void);
  * a prerequisite. */
 static bool d_has_dependents(const scen *sc, int i)
 {
+    if (sc->unlinked[i] == sc->frame + 1)
+        return true; /* it was a prerequisite earlier this frame */
     for (int j = 0; j < sc->n_slots; j++) {
         const dslot *o = &sc->sl[j];
         if (!o->alive && sc->died[j] != sc->frame + 1)
@@ -830,6 +956,29 @@ static bool d_prereqs_settled(const scen *sc, int slot)
 }
 
 /*
+ * Whether slot `i` may be unregistered: not while one of its dependents
+ * still holds another stale prerequisite in the model.  Unreal drops stale
+ * prerequisites lazily, swap-removing them in list order when the dependent
+ * is next queued; tickd swap-removes each when it is unregistered.  One
+ * stale entry ends in the same place either way; two or more removed before
+ * the dependent is queued again can leave the rest in another order, which
+ * changes the depth-first walk and so the edge a prerequisite cycle drops
+ * (README: a declared difference).
+ */
+static bool ok_unreg(const scen *sc, int i, int arg)
+{
+    (void)arg;
+    for (int j = 0; j < sc->n_slots; j++) {
+        if (!sc->sl[j].alive)
+            continue;
+        for (int k = 0; k < sc->sl[j].n_pre; k++)
+            if (sc->sl[j].pre[k] == i && !d_prereqs_settled(sc, j))
+                return false;
+    }
+    return true;
+}
+
+/*
  * Whether "a waits for b" may be added.  Cycles are compared in cycles mode
  * (every-frame, always-enabled functions) and in strict mode.  Elsewhere they
  * are left out: Unreal queues AllEnabled first and the due cooldown nodes
@@ -858,7 +1007,7 @@ static bool ok_disabled(const scen *sc, int i, int arg)
 /*
  * Interval changes the comparison covers.  Left out, because tickd differs
  * from the model there on purpose or the difference is under review
- * (TICK_MODEL_STRICT=1 in the environment puts the last two back):
+ * (TICK_MODEL_STRICT=1 in the environment puts the last one back):
  *  - setting the interval a function already has: Unreal's
  *    UpdateTickIntervalAndCoolDown restarts the cooldown, tk_tick_set_spec
  *    with an unchanged interval changes nothing;
@@ -867,13 +1016,15 @@ static bool ok_disabled(const scen *sc, int i, int arg)
  *    the time since its last tick; a later interval > 0 restarts its cooldown
  *    from then); tickd makes it an every-frame function (frame dt; a later
  *    interval ticks it at once);
- *  - an even_when_paused function while paused (or just before a pause):
- *    Unreal merges the reschedule only after the next pause frame's walk,
- *    one frame later than now + interval;
  *  - a function that cooled down before, was disabled and enabled again, and
  *    has not ticked since: Unreal's bWasInterval survives the disable, so
- *    UpdateTickIntervalAndCoolDown pulls it out of AllEnabled and it cools
- *    down first; tickd ticks it at once.
+ *    UpdateTickIntervalAndCoolDown moves it to the reschedule list, where it
+ *    keeps TickState Enabled until the list is merged: a dependent queued
+ *    later that frame still queues it through QueueTickFunction and it
+ *    ticks once more; tickd has it cooling down at once.
+ * (An even_when_paused function's interval changed while paused is covered:
+ * Unreal merges the reschedule after the next pause frame's walk, and so
+ * does tickd.)
  */
 static bool d_strict(void)
 {
@@ -888,7 +1039,10 @@ static bool d_interval_ok(const scen *sc, int slot, double iv)
         return false;
     if (d_strict())
         return true;
-    return iv > 0 && !(s->ewp && sc->paused) && !(s->iv_queued && s->fresh);
+    ue_tick_info mi;
+    bool was_iv = s->iv_queued ||
+                  (ue_model_get(sc->m, sc->mid[slot], &mi) == 0 && mi.was_interval);
+    return iv > 0 && !(was_iv && s->fresh);
 }
 
 static void d_random_spec(scen *sc, dslot *s)
@@ -926,8 +1080,11 @@ static void d_random_prereqs(scen *sc, dslot *s, bool midframe)
         if (dup)
             continue;
         s->pre[s->n_pre++] = p;
-        if (midframe)
+        if (midframe) {
             sc->touched[p] = sc->frame + 1;
+            sc->touched_gs[p] = sc->cur_gs;
+            sc->touched_by[p] = sc->cur_actor;
+        }
     }
 }
 
@@ -935,9 +1092,8 @@ static void d_tickd_tick(void *target, float dt, tk_tick_ctx *ctx);
 static void d_model_tick(void *target, float dt, void *ctx);
 
 /* Register slot `i` (as configured in sc->sl[i]) on one side. */
-static void d_register_side(scen *sc, int side, int i)
+static void d_register_side(scen *sc, int side, int i, const dslot *s)
 {
-    const dslot *s = &sc->sl[i];
     if (side == SIDE_TICKD) {
         tk_tick_desc d = {0};
         d.cls = sc->cls[i % 2];
@@ -1006,13 +1162,13 @@ static void d_set_interval_side(scen *sc, int side, int i, double iv)
 }
 
 /* Apply an operation to one side. */
-static void d_apply(scen *sc, int side, const dplan *p)
+static void d_apply(scen *sc, int side, const dop *p)
 {
     int rc = 0;
     bool t = side == SIDE_TICKD;
     switch (p->kind) {
     case P_REGISTER:
-        d_register_side(sc, side, p->target);
+        d_register_side(sc, side, p->target, p->spec ? p->spec : &sc->sl[p->target]);
         return;
     case P_UNREGISTER:
         rc = t ? tk_tick_unregister(sc->w, sc->tid[p->target])
@@ -1057,10 +1213,16 @@ static void d_apply(scen *sc, int side, const dplan *p)
 }
 
 /* Update the mirror for an operation (once, when it is decided). */
-static void d_commit(scen *sc, const dplan *p)
+static void d_commit(scen *sc, const dop *p)
 {
     dslot *s = p->target >= 0 ? &sc->sl[p->target] : NULL;
     switch (p->kind) {
+    case P_REGISTER:
+        if (sc->cur_gs >= 0) {
+            sc->newly[p->target] = sc->frame + 1;
+            sc->newly_by[p->target] = sc->cur_actor;
+        }
+        break;
     case P_UNREGISTER:
         s->alive = false;
         sc->died[p->target] = sc->frame + 1;
@@ -1079,6 +1241,10 @@ static void d_commit(scen *sc, const dplan *p)
     case P_ENABLE:
         s->enabled = true;
         s->fresh = true;
+        if (sc->cur_gs >= 0) {
+            sc->newly[p->target] = sc->frame + 1;
+            sc->newly_by[p->target] = sc->cur_actor;
+        }
         break;
     case P_INTERVAL:
         s->interval = p->value;
@@ -1092,6 +1258,7 @@ static void d_commit(scen *sc, const dplan *p)
         break;
     }
     case P_REMOVE_PREREQ:
+        sc->unlinked[p->target2] = sc->frame + 1;
         for (int k = 0; k < s->n_pre;)
             if (s->pre[k] == p->target2)
                 s->pre[k] = s->pre[--s->n_pre];
@@ -1108,21 +1275,29 @@ static void d_commit(scen *sc, const dplan *p)
     }
 }
 
-/* Decide the mid-frame operation of `actor`, running in `group`. */
-static void d_make_plan(scen *sc, int actor, int group)
+/* Mark slot `i` touched by the plan being made. */
+static void d_touch(scen *sc, int i)
 {
-    dplan *p = &sc->plan[actor];
+    if (i < 0)
+        return;
+    sc->touched[i] = sc->frame + 1;
+    sc->touched_gs[i] = sc->cur_gs;
+    sc->touched_by[i] = sc->cur_actor;
+}
+
+/* Decide one operation of the plan being made (`pref`: the target of the
+ * plan's previous operation, preferred).  Returns false if none. */
+static bool d_make_op(scen *sc, dop *p, int pref)
+{
     memset(p, 0, sizeof *p);
-    p->frame = sc->frame + 1;
     p->kind = P_NONE;
     p->target = p->target2 = -1;
-    /* A batch function must not change tick functions. */
-    if (sc->in_batch || d_rnd(sc, 100) >= sc->midframe_pct)
-        return;
     int r = d_rnd(sc, 100);
+    if (pref >= 0 && d_rnd(sc, 2))
+        r = 45 + d_rnd(sc, 38); /* disable / enable / interval, on pref mostly */
     if (r < 30) {
         if (d_alive_count(sc) >= D_ALIVE_MAX || sc->n_slots >= D_SLOTS)
-            return;
+            return false;
         int slot = sc->n_slots++;
         d_random_spec(sc, &sc->sl[slot]);
         d_random_prereqs(sc, &sc->sl[slot], true);
@@ -1131,19 +1306,23 @@ static void d_make_plan(scen *sc, int actor, int group)
         p->target = slot;
     } else if (r < 45) {
         p->kind = P_UNREGISTER;
-        p->target = d_pick(sc, ok_later, group);
+        p->target = d_pick_pref(sc, ok_settled, 0, pref);
+        if (p->target >= 0 && !ok_unreg(sc, p->target, -1))
+            p->target = -1;
     } else if (r < 60) {
         p->kind = P_DISABLE;
-        p->target = d_pick(sc, ok_later, group);
+        p->target = d_pick_pref(sc, ok_settled, 0, pref);
         if (p->target >= 0 && !sc->sl[p->target].enabled)
             p->target = -1;
     } else if (r < 75) {
         p->kind = P_ENABLE;
-        p->target = d_pick(sc, ok_disabled, group);
+        p->target = d_pick_pref(sc, ok_disabled, 0, pref);
+        if (p->target >= 0 && !ok_settled(sc, p->target, 0))
+            p->target = -1;
     } else if (r < 83) {
         static const double iv[] = {0, 0.05, 0.1, 0.02};
         p->kind = P_INTERVAL;
-        p->target = d_pick(sc, ok_later, group);
+        p->target = d_pick_pref(sc, ok_settled, 0, pref);
         p->value = iv[d_rnd(sc, 4)];
         if (p->target >= 0 && !d_interval_ok(sc, p->target, p->value))
             p->target = -1;
@@ -1153,7 +1332,7 @@ static void d_make_plan(scen *sc, int actor, int group)
         if (p->target >= 0) {
             dslot *s = &sc->sl[p->target];
             if (p->kind == P_ADD_PREREQ) {
-                sc->touched[p->target] = sc->frame + 1; /* not its own prereq */
+                d_touch(sc, p->target);
                 p->target2 = s->n_pre < D_MAXPRE ? d_pick(sc, ok_free, 0) : -1;
                 if (p->target2 >= 0 && !d_edge_ok(sc, p->target, p->target2))
                     p->target2 = -1;
@@ -1175,31 +1354,281 @@ static void d_make_plan(scen *sc, int actor, int group)
         p->value = dil[d_rnd(sc, 6)];
     }
     if (sc->cycles && (p->kind == P_DISABLE || p->kind == P_ENABLE || p->kind == P_INTERVAL))
-        p->kind = P_NONE;
-    if ((p->kind == P_PAUSE || p->kind == P_DILATION) &&
-        sc->global_touched == sc->frame + 1)
-        p->kind = P_NONE;
+        return false;
+    if ((p->kind == P_PAUSE || p->kind == P_DILATION) && sc->global_touched == sc->frame + 1)
+        return false;
     if (p->kind == P_NONE)
-        return;
+        return false;
     if (p->kind == P_PAUSE || p->kind == P_DILATION)
         sc->global_touched = sc->frame + 1;
     bool needs_target = p->kind != P_PAUSE && p->kind != P_DILATION;
-    if (needs_target && p->target < 0) {
-        p->kind = P_NONE;
-        return;
-    }
-    if (p->target >= 0)
-        sc->touched[p->target] = sc->frame + 1;
-    if (p->target2 >= 0)
-        sc->touched[p->target2] = sc->frame + 1;
+    if (needs_target && p->target < 0)
+        return false;
+    d_touch(sc, p->target);
+    d_touch(sc, p->target2);
     d_commit(sc, p);
-    d_hist(sc, "frame %u, mid-frame: slot %d (running in %d): %s %d %d (%g)", sc->frame,
-           actor, group, d_op_names[p->kind], p->target, p->target2,
-           p->kind == P_PAUSE ? (double)p->flag : p->value);
+    return true;
 }
 
-/* A tick on either side: log it, then plan (first side) or replay the
- * actor's operation.  No operations from pause frames. */
+/* ---- timer operations ------------------------------------------------------ */
+
+static bool t_free(const scen *sc, int i)
+{
+    return sc->t_touched[i] != sc->frame + 1 || sc->t_touched_gs[i] < sc->cur_gs ||
+           (sc->t_touched_gs[i] == sc->cur_gs && sc->t_touched_by[i] == sc->cur_actor);
+}
+
+/* A planned-alive, free timer, or -1. */
+static int t_pick(scen *sc)
+{
+    int cand[D_TIMERS], n = 0;
+    for (int i = 0; i < sc->n_timers; i++)
+        if (sc->t_alive[i] && t_free(sc, i))
+            cand[n++] = i;
+    return n ? cand[d_rnd(sc, n)] : -1;
+}
+
+static bool k_free(const scen *sc, int i)
+{
+    return sc->k_touched[i] != sc->frame + 1 || sc->k_touched_gs[i] < sc->cur_gs ||
+           (sc->k_touched_gs[i] == sc->cur_gs && sc->k_touched_by[i] == sc->cur_actor);
+}
+
+/* Decide one tickable operation of the plan being made.  Tickables added
+ * in one group slot by two actors would get their order from the order
+ * inside the group: only one actor per group slot and frame adds. */
+static bool d_make_tickable_op(scen *sc, dop *p)
+{
+    memset(p, 0, sizeof *p);
+    p->target = p->target2 = -1;
+    int r = d_rnd(sc, 100);
+    if (r < 35) {
+        if (sc->n_tickables >= D_TICKABLES)
+            return false;
+        if (sc->cur_gs >= 0 && sc->cur_gs != D_GS_HOOK) {
+            if (sc->t_set_frame == sc->frame + 1 && sc->t_set_gs == sc->cur_gs &&
+                sc->t_set_by != sc->cur_actor)
+                return false;
+            sc->t_set_frame = sc->frame + 1;
+            sc->t_set_gs = sc->cur_gs;
+            sc->t_set_by = sc->cur_actor;
+        }
+        p->kind = P_KADD;
+        p->target = sc->n_tickables++;
+        p->value = d_rnd(sc, 3);      /* type */
+        p->flag = d_rnd(sc, 4) != 0;  /* enabled */
+        p->value2 = d_rnd(sc, 3) == 0; /* when paused */
+        sc->k_alive[p->target] = true;
+    } else {
+        int cand[D_TICKABLES], n = 0;
+        for (int i = 0; i < sc->n_tickables; i++)
+            if (sc->k_alive[i] && k_free(sc, i))
+                cand[n++] = i;
+        if (!n)
+            return false;
+        p->target = cand[d_rnd(sc, n)];
+        p->kind = r < 50 ? P_KREMOVE : r < 75 ? P_KTYPE : P_KENABLE;
+        p->value = d_rnd(sc, 3);
+        p->flag = d_rnd(sc, 2);
+        if (p->kind == P_KREMOVE)
+            sc->k_alive[p->target] = false;
+    }
+    sc->k_touched[p->target] = sc->frame + 1;
+    sc->k_touched_gs[p->target] = sc->cur_gs;
+    sc->k_touched_by[p->target] = sc->cur_actor;
+    return true;
+}
+
+/* Decide one timer operation of the plan being made. */
+static bool d_make_timer_op(scen *sc, dop *p)
+{
+    if (d_rnd(sc, 3) == 0)
+        return d_make_tickable_op(sc, p);
+    static const double rates[] = {0.01, 0.02, 1.0 / 60, 0.05, 0.1, 0.003, 0.25};
+    memset(p, 0, sizeof *p);
+    p->target = p->target2 = -1;
+    int r = d_rnd(sc, 100);
+    if (r < 40) {
+        if (sc->n_timers >= D_TIMERS)
+            return false;
+        if (sc->cur_gs >= 0 && sc->cur_gs != D_GS_HOOK) {
+            if (sc->t_set_frame == sc->frame + 1 && sc->t_set_gs == sc->cur_gs &&
+                sc->t_set_by != sc->cur_actor)
+                return false;
+            sc->t_set_frame = sc->frame + 1;
+            sc->t_set_gs = sc->cur_gs;
+            sc->t_set_by = sc->cur_actor;
+        }
+        p->kind = P_TSET;
+        p->target = sc->n_timers++;
+        p->value = rates[d_rnd(sc, (int)(sizeof rates / sizeof rates[0]))];
+        p->flag = d_rnd(sc, 3) != 0;
+        p->value2 = d_rnd(sc, 4) == 0 ? rates[d_rnd(sc, 4)] : -1;
+        sc->t_alive[p->target] = true;
+        sc->t_paused[p->target] = false;
+    } else {
+        p->kind = r < 55 ? P_TCLEAR : r < 75 ? P_TPAUSE : P_TUNPAUSE;
+        p->target = t_pick(sc);
+        if (p->target < 0)
+            return false;
+        if (p->kind == P_TCLEAR)
+            sc->t_alive[p->target] = false;
+    }
+    sc->t_touched[p->target] = sc->frame + 1;
+    sc->t_touched_gs[p->target] = sc->cur_gs;
+    sc->t_touched_by[p->target] = sc->cur_actor;
+    return true;
+}
+
+static void d_tickd_tcb(void *ud, tk_timer_handle h, tk_world_t *w);
+static void d_model_tcb(void *ud, ue_timer_handle h);
+
+/* Apply a timer operation to one side; the model must answer as libtickd
+ * did (a timer that finished is unknown to both). */
+static void d_tickd_kfn(void *ud, float dt, tk_world_t *w);
+static void d_model_kfn(void *ud, float dt);
+
+static void d_apply_timer(scen *sc, int side, dop *p)
+{
+    int i = p->target, rc;
+    if (p->kind >= P_KADD) {
+        bool t = side == SIDE_TICKD;
+        switch (p->kind) {
+        case P_KADD:
+            if (t) {
+                tk_tickable_desc kd = {.type = (tk_tickable_type)(int)p->value,
+                                       .enabled = p->flag, .when_paused = p->value2 != 0,
+                                       .fn = d_tickd_kfn, .ud = &sc->ktgt[SIDE_TICKD][i]};
+                rc = tk_tickable_add(sc->w, &kd, &sc->kid[i]);
+            } else {
+                rc = ue_model_tickable_add(sc->m, d_model_kfn, &sc->ktgt[SIDE_MODEL][i],
+                                           (int)p->value, p->flag, p->value2 != 0, &sc->mkid[i]);
+            }
+            break;
+        case P_KREMOVE:
+            rc = t ? tk_tickable_remove(sc->w, sc->kid[i])
+                   : ue_model_tickable_remove(sc->m, sc->mkid[i]);
+            break;
+        case P_KTYPE:
+            rc = t ? tk_tickable_set_type(sc->w, sc->kid[i], (tk_tickable_type)(int)p->value)
+                   : ue_model_tickable_set_type(sc->m, sc->mkid[i], (int)p->value);
+            break;
+        default:
+            rc = t ? tk_tickable_set_enabled(sc->w, sc->kid[i], p->flag)
+                   : ue_model_tickable_set_enabled(sc->m, sc->mkid[i], p->flag);
+            break;
+        }
+        if (t) {
+            p->target2 = rc == 0 ? 0 : 1;
+        } else {
+            if ((rc == 0 ? 0 : 1) != p->target2)
+                d_fail(sc, "seed %llu frame %u: %s of tickable %d: libtickd %s, the model %s",
+                       (unsigned long long)sc->seed, sc->frame, d_op_names[p->kind], i,
+                       p->target2 ? "failed" : "succeeded", rc ? "failed" : "succeeded");
+            sc->n_timer_ops++;
+        }
+        return;
+    }
+    if (side == SIDE_TICKD) {
+        switch (p->kind) {
+        case P_TSET: {
+            tk_timer_desc td = {.rate = p->value, .loop = p->flag, .first_delay = p->value2,
+                                .fn = d_tickd_tcb, .ud = &sc->ttgt[SIDE_TICKD][i]};
+            rc = tk_timer_set(sc->w, &td, &sc->th[i]);
+            break;
+        }
+        case P_TCLEAR: rc = tk_timer_clear(sc->w, sc->th[i]); break;
+        case P_TPAUSE: rc = tk_timer_pause(sc->w, sc->th[i]); break;
+        default: rc = tk_timer_unpause(sc->w, sc->th[i]); break;
+        }
+        p->target2 = rc == 0 ? 0 : 1; /* remembered for the model */
+    } else {
+        switch (p->kind) {
+        case P_TSET:
+            rc = ue_model_timer_set(sc->m, d_model_tcb, &sc->ttgt[SIDE_MODEL][i], p->value,
+                                    p->flag, p->value2, &sc->mh[i]);
+            break;
+        case P_TCLEAR: rc = ue_model_timer_clear(sc->m, sc->mh[i]); break;
+        case P_TPAUSE: rc = ue_model_timer_pause(sc->m, sc->mh[i]); break;
+        default: rc = ue_model_timer_unpause(sc->m, sc->mh[i]); break;
+        }
+        if ((rc == 0 ? 0 : 1) != p->target2)
+            d_fail(sc, "seed %llu frame %u: %s of timer %d: libtickd %s, the model %s",
+                   (unsigned long long)sc->seed, sc->frame, d_op_names[p->kind], i,
+                   p->target2 ? "failed" : "succeeded", rc ? "failed" : "succeeded");
+        sc->n_timer_ops++;
+    }
+}
+
+/* Decide the mid-frame operations of `actor`, running in group slot `gs`. */
+static void d_make_plan(scen *sc, int actor, int gs)
+{
+    dplan *p = &sc->plan[actor];
+    memset(p, 0, sizeof *p);
+    p->frame = sc->frame + 1;
+    /* A batch function must not change tick functions. */
+    if (sc->in_batch || d_rnd(sc, 100) >= sc->midframe_pct)
+        return;
+    sc->cur_gs = gs;
+    sc->cur_actor = actor;
+    int want = d_rnd(sc, 4) == 0 ? 2 + d_rnd(sc, D_MAXOPS - 1) : 1;
+    int pref = -1;
+    for (int k = 0; k < want; k++) {
+        dop *o = &p->ops[p->n_ops];
+        bool timer_op = sc->timer_ops && (actor >= D_ACTOR_TIMER(0) || d_rnd(sc, 3) == 0);
+        if (timer_op ? !d_make_timer_op(sc, o) : !d_make_op(sc, o, pref))
+            continue;
+        if (timer_op) {
+            p->n_ops++;
+            d_hist(sc, "frame %u, mid-frame: actor %d (in slot %d/2): %s %d (%g %g %d)",
+                   sc->frame, actor, gs, d_op_names[o->kind], o->target, o->value, o->value2,
+                   o->flag);
+            continue;
+        }
+        if (o->kind == P_REGISTER) {
+            p->specs[p->n_ops] = sc->sl[o->target];
+            o->spec = &p->specs[p->n_ops];
+        }
+        p->n_ops++;
+        if (o->kind != P_REGISTER && o->target >= 0)
+            pref = o->target;
+        d_hist(sc, "frame %u, mid-frame: %s %d (in slot %d/2): %s %d %d (%g)", sc->frame,
+               actor >= D_SLOTS ? (actor == D_HOOK_TIMER ? "timer" : "tickable") : "slot",
+               actor, gs, d_op_names[o->kind], o->target, o->target2,
+               o->kind == P_PAUSE ? (double)o->flag : o->value);
+    }
+    sc->cur_gs = -1;
+    sc->cur_actor = -1;
+}
+
+/* An actor's turn on one side: plan (first side) or replay its plan, once
+ * per frame.  No operations from pause frames. */
+static void d_act(scen *sc, int side, int actor, int gs)
+{
+    if (sc->failed || sc->pause_frame)
+        return;
+    dplan *p = &sc->plan[actor];
+    if (p->frame != sc->frame + 1)
+        d_make_plan(sc, actor, gs);
+    if (p->applied[side])
+        return; /* once, even if the actor ticks twice */
+    p->applied[side] = true;
+    for (int k = 0; k < p->n_ops; k++) {
+        if (p->ops[k].kind >= P_TSET)
+            d_apply_timer(sc, side, &p->ops[k]);
+        else
+            d_apply(sc, side, &p->ops[k]);
+    }
+    if (side == SIDE_MODEL && p->n_ops) {
+        sc->n_midframe_ops += (uint64_t)p->n_ops;
+        if (actor >= D_SLOTS)
+            sc->n_hook_ops += (uint64_t)p->n_ops;
+        if (p->n_ops > 1)
+            sc->n_multi_ops++;
+    }
+}
+
+/* A tick on either side: log it, then act. */
 static void d_tick(scen *sc, int side, int slot, int group, float dt)
 {
     sc->sl[slot].fresh = false;
@@ -1218,16 +1647,162 @@ static void d_tick(scen *sc, int side, int slot, int group, float dt)
     } else {
         d_fail(sc, "frame %u: more than %d ticks in a frame", sc->frame, D_LOG);
     }
-    if (sc->failed || sc->pause_frame)
+    d_act(sc, side, slot, gslot(group));
+}
+
+/* The actors between post_physics and post_update_work: a timer, then a
+ * tickable (tickd: the timer manager's pass, then the tickables; the model:
+ * its between_groups hook). */
+static void d_tickd_timer(void *ud, tk_timer_handle h, tk_world_t *w)
+{
+    scen *sc = ud;
+    (void)h;
+    /* again next frame: active at once with expiry now, so it fires in the
+     * next pass in which time advances */
+    tk_timer_desc td = {.fn = d_tickd_timer, .ud = sc};
+    tk_timer_handle nh;
+    if (tk_timer_set_for_next_tick(w, &td, &nh) != 0)
+        d_fail(sc, "frame %u: the timer actor could not set itself again", sc->frame);
+    /* Timer scenarios have timers of their own on both sides: this one,
+     * which the model has not, fires among them in expiry order. */
+    if (!sc->timer_ops)
+        d_act(sc, SIDE_TICKD, D_HOOK_TIMER, D_GS_HOOK);
+}
+
+static void d_tickd_tickable(void *ud, float dt, tk_world_t *w)
+{
+    (void)dt;
+    (void)w;
+    /* Timer scenarios have tickables of their own on both sides. */
+    if (!((scen *)ud)->timer_ops)
+        d_act(ud, SIDE_TICKD, D_HOOK_TICKABLE, D_GS_HOOK);
+}
+
+static void d_model_between(void *ud)
+{
+    if (!((scen *)ud)->timer_ops) {
+        d_act(ud, SIDE_MODEL, D_HOOK_TIMER, D_GS_HOOK);
+        d_act(ud, SIDE_MODEL, D_HOOK_TICKABLE, D_GS_HOOK);
+    }
+}
+
+/* A timer of a timer scenario fired (once per call of a catch-up). */
+static void d_timer_fired(scen *sc, int side, int i)
+{
+    sc->t_fired[side][i]++;
+    if (side == SIDE_MODEL)
+        sc->n_timer_fires++;
+    d_act(sc, side, D_ACTOR_TIMER(i), D_GS_HOOK);
+}
+
+static void d_tickd_tcb(void *ud, tk_timer_handle h, tk_world_t *w)
+{
+    side_target *t = ud;
+    (void)h;
+    (void)w;
+    d_timer_fired(t->sc, SIDE_TICKD, t->slot);
+}
+
+static void d_model_tcb(void *ud, ue_timer_handle h)
+{
+    side_target *t = ud;
+    (void)h;
+    d_timer_fired(t->sc, SIDE_MODEL, t->slot);
+}
+
+/* A tickable of a timer scenario ticked. */
+static void d_tickable_ticked(scen *sc, int side, int k, float dt)
+{
+    sc->k_ticks[side][k]++;
+    sc->k_dt[side][k] = dt;
+    if (side == SIDE_MODEL)
+        sc->n_tickable_ticks++;
+    d_act(sc, side, D_ACTOR_TICKABLE(k), D_GS_HOOK);
+}
+
+static void d_tickd_kfn(void *ud, float dt, tk_world_t *w)
+{
+    side_target *t = ud;
+    (void)w;
+    d_tickable_ticked(t->sc, SIDE_TICKD, t->slot, dt);
+}
+
+static void d_model_kfn(void *ud, float dt)
+{
+    side_target *t = ud;
+    d_tickable_ticked(t->sc, SIDE_MODEL, t->slot, dt);
+}
+
+/* Requests: timer operations in libtickd's wait hook (planned there: it
+ * runs first), replayed on the model as deferred commands of its last
+ * frame. */
+static void d_wait(void *ud, uint64_t deadline)
+{
+    scen *sc = ud;
+    (void)deadline;
+    if (!sc->timer_ops || sc->failed)
         return;
-    dplan *p = &sc->plan[slot];
-    if (p->frame != sc->frame + 1)
-        d_make_plan(sc, slot, group);
-    if (!p->applied[side]) { /* once, even if the actor ticks twice */
-        p->applied[side] = true;
-        d_apply(sc, side, p);
-        if (side == SIDE_MODEL && p->kind != P_NONE)
-            sc->n_midframe_ops++;
+    dplan *p = &sc->req;
+    memset(p, 0, sizeof *p);
+    p->frame = sc->frame + 1;
+    sc->cur_gs = -2;
+    sc->cur_actor = -2;
+    int want = sc->frame == 0 ? 4 : d_rnd(sc, 3);
+    for (int k = 0; k < want; k++) {
+        dop *o = &p->ops[p->n_ops];
+        if (!d_make_timer_op(sc, o))
+            continue;
+        p->n_ops++;
+        d_hist(sc, "frame %u, request: %s %d (%g %g %d)", sc->frame, d_op_names[o->kind],
+               o->target, o->value, o->value2, o->flag);
+    }
+    sc->cur_gs = sc->cur_actor = -1;
+    for (int k = 0; k < p->n_ops; k++)
+        d_apply_timer(sc, SIDE_TICKD, &p->ops[k]);
+}
+
+static void d_model_requests(void *ud)
+{
+    scen *sc = ud;
+    for (int k = 0; k < sc->req.n_ops; k++)
+        d_apply_timer(sc, SIDE_MODEL, &sc->req.ops[k]);
+}
+
+/* After a frame: every timer in the same state on both sides, and the
+ * same calls this frame. */
+static void d_compare_timers(scen *sc)
+{
+    for (int i = 0; i < sc->n_timers && !sc->failed; i++) {
+        tk_timer_info in;
+        bool te = tk_timer_get(sc->w, sc->th[i], &in) == 0;
+        int64_t rem = 0;
+        int ms = ue_model_timer_status(sc->m, sc->mh[i], &rem);
+        bool same = te == (ms >= 0) && sc->t_fired[0][i] == sc->t_fired[1][i];
+        if (same && te)
+            same = (int)in.status == ms && fabs(in.remaining - (double)rem * 1e-9) < 1e-9;
+        if (!same)
+            d_fail(sc,
+                   "seed %llu frame %u: timer %d: libtickd %s status %d remaining %.9f fired %u; "
+                   "the model %s status %d remaining %.9f fired %u",
+                   (unsigned long long)sc->seed, sc->frame, i, te ? "has it" : "has none",
+                   te ? (int)in.status : -1, te ? in.remaining : 0.0, sc->t_fired[0][i],
+                   ms >= 0 ? "has it" : "has none", ms, (double)rem * 1e-9, sc->t_fired[1][i]);
+        sc->t_fired[0][i] = sc->t_fired[1][i] = 0;
+    }
+    for (int k = 0; k < sc->n_tickables && !sc->failed; k++) {
+        tk_tickable_info in;
+        bool te = tk_tickable_get(sc->w, sc->kid[k], &in) == 0;
+        bool me = sc->mkid[k] && tickable_get(sc->m, sc->mkid[k]) != NULL;
+        bool same = te == me && sc->k_ticks[0][k] == sc->k_ticks[1][k] &&
+                    (!sc->k_ticks[0][k] || sc->k_dt[0][k] == sc->k_dt[1][k]);
+        if (!same)
+            d_fail(sc,
+                   "seed %llu frame %u%s: tickable %d: libtickd %s, ticked %u (dt %g); the "
+                   "model %s, ticked %u (dt %g)",
+                   (unsigned long long)sc->seed, sc->frame, sc->pause_frame ? " (pause)" : "",
+                   k, te ? "has it" : "has none", sc->k_ticks[0][k], (double)sc->k_dt[0][k],
+                   me ? "has it" : "has none", sc->k_ticks[1][k], (double)sc->k_dt[1][k]);
+        sc->k_ticks[0][k] = sc->k_ticks[1][k] = 0;
     }
 }
 
@@ -1284,7 +1859,7 @@ static void d_trace(void *ud, tk_tick_id id, void *target, tk_group group)
 
 /* ---- between frames ---------------------------------------------------- */
 
-static void d_both(scen *sc, const dplan *p)
+static void d_both(scen *sc, const dop *p)
 {
     d_commit(sc, p);
     d_apply(sc, SIDE_TICKD, p);
@@ -1294,11 +1869,8 @@ static void d_both(scen *sc, const dplan *p)
 static void d_between(scen *sc)
 {
     int nops = sc->frame == 0 ? 16 : d_rnd(sc, 4);
-    /* An even_when_paused function's interval changed in this batch: no
-     * pause after it (d_interval_ok: the next frame would be a pause frame). */
-    bool ewp_iv = false;
     for (int k = 0; k < nops && !sc->failed; k++) {
-        dplan p = {.kind = P_NONE, .target = -1, .target2 = -1};
+        dop p = {.kind = P_NONE, .target = -1, .target2 = -1};
         int r = sc->frame == 0 ? 0 : d_rnd(sc, 100);
         if (sc->cycles && r >= 40 && r < 64)
             r = 64 + (r - 40) % 10; /* add prerequisites instead */
@@ -1329,7 +1901,7 @@ static void d_between(scen *sc)
             p.target = slot;
         } else if (r < 40) {
             p.kind = P_UNREGISTER;
-            p.target = d_pick(sc, ok_any, 0);
+            p.target = d_pick(sc, ok_unreg, -1);
         } else if (r < 56) {
             p.target = d_pick(sc, ok_any, 0);
             if (p.target >= 0)
@@ -1358,7 +1930,7 @@ static void d_between(scen *sc)
         } else if (r < 85) {
             p.kind = P_PAUSE;
             p.flag = !sc->paused;
-            p.target = p.flag && ewp_iv && !d_strict() ? -1 : 0;
+            p.target = 0;
         } else if (r < 88) {
             if (!sc->paused)
                 continue;
@@ -1384,8 +1956,6 @@ static void d_between(scen *sc)
         }
         if (p.target < 0)
             continue;
-        if (p.kind == P_INTERVAL && sc->sl[p.target].ewp)
-            ewp_iv = true;
         if (p.kind == P_PAUSE || p.kind == P_DILATION)
             p.target = -1;
         d_hist(sc, "frame %u: %s %d %d (%g)", sc->frame, d_op_names[p.kind], p.target,
@@ -1548,6 +2118,15 @@ static scen *d_new(uint64_t seed, int midframe_pct, bool cycles, bool batched)
     ed.tick_rate = 0;
     ed.fixed_dt = 1.0 / 60;
     ed.max_dt = 0;
+    ed.wait = d_wait;
+    ed.wait_ud = sc;
+    sc->timer_ops = g_timer_ops;
+    for (int side = 0; side < 2; side++) {
+        for (int i = 0; i < D_TIMERS; i++)
+            sc->ttgt[side][i] = (side_target){sc, side, i};
+        for (int i = 0; i < D_TICKABLES; i++)
+            sc->ktgt[side][i] = (side_target){sc, side, i};
+    }
     ck_assert_int_eq(tk_engine_new(&ed, &sc->e), 0);
     sc->w = tk_engine_world(sc->e);
     tk_tick_class_desc cd = {.name = "probe_a", .fn = d_tickd_tick,
@@ -1557,6 +2136,14 @@ static scen *d_new(uint64_t seed, int midframe_pct, bool cycles, bool batched)
     ck_assert_int_eq(tk_tick_class_register(sc->w, &cd, &sc->cls[1]), 0);
     if (!batched)
         tk_world_set_trace(sc->w, d_trace, sc);
+    tk_timer_desc td = {.fn = d_tickd_timer, .ud = sc};
+    tk_timer_handle th;
+    ck_assert_int_eq(tk_timer_set_for_next_tick(sc->w, &td, &th), 0);
+    tk_tickable_desc kd = {.type = TK_TICKABLE_ALWAYS, .enabled = true, .fn = d_tickd_tickable,
+                           .ud = sc};
+    tk_tickable_id kid;
+    ck_assert_int_eq(tk_tickable_add(sc->w, &kd, &kid), 0);
+    sc->cur_gs = sc->cur_actor = -1;
     ue_model_config mc = {0};
     mc.registration_order = true;
     mc.cancel_on_unregister = true;   /* tickd's documented difference */
@@ -1564,6 +2151,8 @@ static scen *d_new(uint64_t seed, int midframe_pct, bool cycles, bool batched)
     mc.ctx = sc;
     mc.on_exec = d_model_hook;
     mc.exec_ud = sc;
+    mc.between_groups = d_model_between;
+    mc.between_ud = sc;
     sc->m = ue_model_new(&mc);
     sc->raw_ns = tk_s_to_ns(1.0 / 60);
     for (int side = 0; side < 2; side++)
@@ -1616,6 +2205,30 @@ static void d_verbose(scen *sc)
             fprintf(stderr, "%s%d", k ? "," : "", sc->sl[i].pre[k]);
     }
     fprintf(stderr, "\n");
+    /* prerequisite lists in a different order on the two sides (the walk
+     * order, so the edge a cycle drops, follows them) */
+    for (int i = 0; i < sc->n_slots; i++) {
+        if (!sc->sl[i].alive)
+            continue;
+        tk_tick_id tp[D_MAXPRE * 2];
+        size_t nt = tk_tick_prerequisites(sc->w, sc->tid[i], tp, D_MAXPRE * 2);
+        const uem_tick *mf = tick_get(sc->m, sc->mid[i]);
+        bool same = mf && nt == mf->n_prereqs;
+        for (size_t k = 0; same && k < nt; k++)
+            same = tp[k] == sc->tid[sc->mslot[tick_id(mf->prereqs[k])]];
+        if (same || !mf)
+            continue;
+        fprintf(stderr, "  prerequisite order of %d: tickd", i);
+        for (size_t k = 0; k < nt && k < D_MAXPRE * 2; k++)
+            for (int j = 0; j < sc->n_slots; j++)
+                if (sc->tid[j] == tp[k])
+                    fprintf(stderr, " %d", j);
+        fprintf(stderr, ", model");
+        for (uint32_t k = 0; k < mf->n_prereqs; k++)
+            fprintf(stderr, " %d%s", sc->mslot[tick_id(mf->prereqs[k])],
+                    mf->prereqs[k]->alive ? "" : "(stale)");
+        fprintf(stderr, "\n");
+    }
     fprintf(stderr, "  tickd state (slot:state:start-end[:cycle]):");
     for (int i = 0; i < sc->n_slots; i++) {
         tk_tick_info in;
@@ -1644,9 +2257,13 @@ static void d_frame(scen *sc)
         sc->steps--;
     sc->n_log[0] = sc->n_log[1] = sc->n_trace = 0;
     tk_engine_frame(sc->e);
+    if (sc->timer_ops)
+        ue_model_deferred(sc->m, d_model_requests, sc);
     ue_model_frame(sc->m, sc->raw_ns);
     d_verbose(sc);
     d_compare(sc);
+    if (sc->timer_ops)
+        d_compare_timers(sc);
     sc->n_ticks += sc->n_log[SIDE_MODEL];
     sc->frame++;
 }
@@ -1672,6 +2289,12 @@ static bool d_run(uint64_t seed, int midframe_pct, bool cycles, bool batched, un
                    "%llu mid-frame operations",
                (unsigned long long)seed, (unsigned long long)sc->n_ticks,
                (unsigned long long)sc->n_order_checks, (unsigned long long)sc->n_midframe_ops);
+    if (!sc->failed && sc->timer_ops &&
+        (sc->n_timer_ops == 0 || sc->n_timer_fires == 0 || sc->n_tickable_ticks == 0))
+        d_fail(sc, "seed %llu exercised timers and tickables too little: %llu operations, "
+                   "%llu timer calls, %llu tickable ticks",
+               (unsigned long long)seed, (unsigned long long)sc->n_timer_ops,
+               (unsigned long long)sc->n_timer_fires, (unsigned long long)sc->n_tickable_ticks);
     if (!sc->failed && batched && (sc->n_batched == 0 || sc->n_batched_iv == 0))
         d_fail(sc, "seed %llu batched too little: %llu ticks in batches, %llu of interval functions",
                (unsigned long long)seed, (unsigned long long)sc->n_batched,
@@ -1713,6 +2336,17 @@ END_TEST
 START_TEST(tick_model_differential_cycles)
 {
     differential("cycles", 3000 + (uint64_t)_i, 8, true, false);
+}
+END_TEST
+
+/* Timers too: operations as requests (before the frame counter moved, so
+ * active at once after an unpaused frame), from ticks and from timer
+ * callbacks, on libtickd's timer manager and the model's. */
+START_TEST(tick_model_differential_timers)
+{
+    g_timer_ops = true;
+    differential("timers", 5000 + (uint64_t)_i, 12, false, false);
+    g_timer_ops = false;
 }
 END_TEST
 
@@ -1799,8 +2433,90 @@ static Suite *tick_model_suite(void)
     tcase_add_loop_test(td, tick_model_differential_midframe, 0, 12);
     tcase_add_loop_test(td, tick_model_differential_cycles, 0, 8);
     tcase_add_loop_test(td, tick_model_differential_batched, 0, 12);
+    tcase_add_loop_test(td, tick_model_differential_timers, 0, 4);
     suite_add_tcase(s, td);
     return s;
 }
 
-TK_CHECK_MAIN(tick_model_suite)
+/*
+ * Campaigns (make model-fuzz SEEDS=N): with TICK_MODEL_FUZZ=N in the
+ * environment, main runs N seeds of every kind of scenario from
+ * TICK_MODEL_SEED0 (default 100000), for TICK_MODEL_FRAMES frames each
+ * (default D_FRAMES), instead of the suite; TICK_MODEL_MODE=<kind> runs one
+ * kind only.  Every difference is printed with the command that reproduces
+ * it; the exit status is the number of differing scenarios (capped).
+ */
+typedef struct d_kind {
+    const char *name;
+    int midframe_pct;
+    bool cycles, batched, timers;
+} d_kind;
+
+static const d_kind d_kinds[] = {
+    {"between", 0, false, false, false},
+    {"midframe", 12, false, false, false},
+    {"cycles", 8, true, false, false},
+    {"batched", 12, false, true, false},
+    {"timers", 12, false, false, true},
+};
+
+static unsigned d_campaign(uint64_t n)
+{
+    const char *s0 = getenv("TICK_MODEL_SEED0"), *mode = getenv("TICK_MODEL_MODE");
+    const char *fr = getenv("TICK_MODEL_FRAMES");
+    uint64_t seed0 = s0 ? strtoull(s0, NULL, 10) : 100000;
+    unsigned frames = fr ? (unsigned)strtoul(fr, NULL, 10) : D_FRAMES;
+    tk_log_set_handler(quiet_log, NULL);
+    unsigned bad = 0, runs = 0;
+    for (uint64_t k = 0; k < n; k++) {
+        for (size_t m = 0; m < sizeof d_kinds / sizeof d_kinds[0]; m++) {
+            const d_kind *dk = &d_kinds[m];
+            if (mode && strcmp(mode, dk->name) != 0)
+                continue;
+            uint64_t seed = seed0 + k;
+            static char why[3072];
+            runs++;
+            g_timer_ops = dk->timers;
+            if (d_run(seed, dk->midframe_pct, dk->cycles, dk->batched, frames, why, sizeof why))
+                continue;
+            bad++;
+            printf("DIFFERENCE %s seed %llu: %s\n  reproduce: make model-fuzz SEEDS=1 SEED0=%llu "
+                   "MODE=%s (TICK_MODEL_VERBOSE=%llu in the environment prints every frame)\n",
+                   dk->name, (unsigned long long)seed, why, (unsigned long long)seed, dk->name,
+                   (unsigned long long)seed);
+            fflush(stdout);
+        }
+    }
+    printf("model-fuzz: %u scenarios of %u frames from seed %llu, %u differ\n", runs, frames,
+           (unsigned long long)seed0, bad);
+    return bad;
+}
+
+/* The campaign runs as one test (Check's assertions need a runner). */
+START_TEST(tick_model_campaign)
+{
+    unsigned bad = d_campaign(strtoull(getenv("TICK_MODEL_FUZZ"), NULL, 10));
+    ck_assert_msg(bad == 0, "%u scenarios differ from the model", bad);
+}
+END_TEST
+
+int main(void)
+{
+    const char *fuzz = getenv("TICK_MODEL_FUZZ");
+    Suite *s;
+    if (fuzz && *fuzz) {
+        s = suite_create("tick_model_campaign");
+        TCase *tc = tcase_create("campaign");
+        tcase_set_timeout(tc, 0); /* as long as it takes */
+        tcase_add_test(tc, tick_model_campaign);
+        suite_add_tcase(s, tc);
+    } else {
+        s = tick_model_suite();
+    }
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

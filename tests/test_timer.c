@@ -6,8 +6,10 @@
  * is k * 0.1 s, and a timer set before frame 0 with delay d is activated at
  * the end of frame 0 with expiry 0.1 + d.  Code "between frames" runs after
  * the frame counter moved on (the manager has not ticked this frame); the
- * pre_world hook runs before the world tick of a frame, the post_frame hook
- * after it (the manager has ticked).  Unreal's rules under test are those of
+ * pre_world hook runs before the world tick of a frame but is the request
+ * slot, Unreal's deferred commands of the frame that just ran (its counter
+ * has not moved for the manager: ticked, unless that was a pause frame); the
+ * post_frame hook runs after the world tick (the manager has ticked).  Unreal's rules under test are those of
  * UE-SEMANTICS 4; timer_model_random checks the firing sequence, statuses,
  * remaining/elapsed times, counts and next_due against a direct model of
  * those rules over random operations at every wheel level.
@@ -529,7 +531,9 @@ END_TEST
 static void next_tick_pre(void)
 {
     if (tk_world_frame(W) == 3) {
-        ck_assert(!tk_timer_ticked_this_frame(W));
+        /* pre_world is the deferred commands' slot: the manager ticked in
+         * the frame that just ran (the counter has not moved for it) */
+        ck_assert(tk_timer_ticked_this_frame(W));
         tk_timer_desc d = mkdesc(NAN, true, NAN, log_fn, 3);
         ck_assert_int_eq(tk_timer_set_for_next_tick(W, &d, &g_h[3]), 0);
     }
@@ -1372,7 +1376,12 @@ START_TEST(timer_counts)
 }
 END_TEST
 
-static void ticked_pre(void) { ck_assert(!tk_timer_ticked_this_frame(W)); }
+/* pre_world runs requests, Unreal's deferred commands of the frame that just
+ * ran: ticked "this frame" once a frame has ticked the manager. */
+static void ticked_pre(void)
+{
+    ck_assert(tk_timer_ticked_this_frame(W) == (tk_world_frame(W) > 0));
+}
 static void ticked_post(void) { ck_assert(tk_timer_ticked_this_frame(W)); }
 
 START_TEST(timer_next_due_and_time)

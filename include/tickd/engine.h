@@ -12,6 +12,12 @@
  *   2. Time: read the clock once; raw dt = now - previous frame start (or the
  *      fixed dt), clamped to max_dt; the world derives its dilated dt.
  *   3. pre_world hook: deferred control requests (TickDeferredCommands).
+ *      Unreal runs deferred commands at the end of the previous frame, after
+ *      the core ticker and before GFrameCounter++; tickd runs requests in
+ *      the wait hook and here, and for the timer manager both count as that
+ *      slot (tk_timer_ticked_this_frame is true there when the previous
+ *      frame ticked it), so a timer set by a request is active at once.
+ *      tk_world_frame already reads the next frame's number there.
  *   4. World tick: StartFrame, pre_physics, start_physics, during_physics,
  *      end_physics, post_physics, timer manager, tickables, post_update_work,
  *      last_demotable + newly-spawned drain, EndFrame (or a pause frame).

@@ -209,7 +209,8 @@ int tk_tick_set_enabled(tk_world_t *w, tk_tick_id id, bool enabled);
  */
 int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec);
 
-/* Custom time dilation (> 0, finite); takes effect from the next tick. */
+/* Custom time dilation (>= 0, finite; 0: its ticks get dt 0, as Unreal's
+ * CustomTimeDilation 0); takes effect from the next tick. */
 int tk_tick_set_dilation(tk_world_t *w, tk_tick_id id, float dilation);
 
 /* Replace the target pointer (e.g. after the owner moved in memory). */

@@ -14,6 +14,12 @@
  *    count toward it.  Set after the pass (or from a callback, which runs
  *    inside the pass) it is pending too if the pass has not finished, else
  *    active at once.
+ *  - "This frame" follows Unreal's GFrameCounter: code in the engine's wait
+ *    and pre_world hooks (the daemon's requests) is Unreal's deferred
+ *    commands, run at the end of the frame that just ran, before its counter
+ *    moved; there a timer set or unpaused is active at once (expiry = now +
+ *    delay) if that frame ticked the manager (not a pause frame).  Other code
+ *    between two tk_engine_frame calls runs after the counter moved.
  *  - A looping timer fires CallCount = trunc((now - expiry) / rate) + 1 times
  *    back to back and moves its expiry by CallCount * rate.
  *  - Timers due in one pass fire in expiry order, ties in the order they were

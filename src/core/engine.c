@@ -43,6 +43,7 @@ struct tk_engine {
     bool unpaced;            /* sprint                                     */
     bool stop;               /* tk_engine_stop called                      */
     bool started;            /* a frame has run                            */
+    bool deferred;           /* in the request hooks (tk__engine_deferred) */
 
     tk_clock_fn clock;
     void *clock_ud;
@@ -83,6 +84,7 @@ static void default_wait(void *ud, uint64_t deadline_ns)
 }
 
 struct tk__ticker *tk__engine_ticker(tk_engine_t *e) { return e->ticker; }
+bool tk__engine_deferred(const tk_engine_t *e) { return e->deferred; }
 
 void tk_engine_desc_default(tk_engine_desc *d)
 {
@@ -216,6 +218,11 @@ int tk_engine_frame(tk_engine_t *e)
         e->started = true;
     }
 
+    /* Steps 1 to 3 run the hooks that serve requests: Unreal's deferred
+     * commands of the previous frame, before its frame counter moved (timers
+     * set there are active at once, timer.c). */
+    e->deferred = true;
+
     /* 1. Pace: the deadline is base + period, base the previous frame's
      * start (unreal) or grid point (steady). */
     uint64_t wait_start = now;
@@ -289,6 +296,7 @@ int tk_engine_frame(tk_engine_t *e)
         e->pre_world(e->hook_ud, e);
         t_req = e->clock(e->clock_ud);
     }
+    e->deferred = false;
 
     /* 4. World. */
     tk__world_tick(e->world, raw);

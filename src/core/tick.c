@@ -371,6 +371,12 @@ struct tk__ticks {
     vec32 dyn;                /* dynamic functions, by registration order       */
     bool dyn_dirty;
     vec32 paused_fns;         /* even_when_paused functions (pause frames)      */
+    vec32 renewed;            /* enabled again this frame after it was visited:
+                                 in Unreal's NewlySpawned, not queued again, but
+                                 an interval one is rescheduled there          */
+    vec32 iv_defer;           /* even_when_paused functions whose interval changed
+                                 between frames: a pause frame merges the
+                                 reschedule after its walk (tk_tick_set_spec)   */
     bool paused_dirty;
     vec32 due_now;            /* lane entries activated for this frame only     */
     vec32 newly;              /* registered/enabled mid-frame, to queue         */
@@ -1403,7 +1409,7 @@ void tk__ticks_free(struct tk__ticks *T)
     }
     vec32 *vs[] = {&T->limbo, &T->dirty_lanes, &T->dirty, &T->fresh, &T->dyn,
                    &T->paused_fns, &T->due_now, &T->newly, &T->tmp, &T->stack,
-                   &T->lanes_run, &T->fired};
+                   &T->lanes_run, &T->fired, &T->iv_defer, &T->renewed};
     for (size_t i = 0; i < TK_ARRAY_LEN(vs); i++)
         tk_free(vs[i]->v);
     if (T->wheels_ready) {
@@ -1892,9 +1898,14 @@ static void unregister_rec(tk_world_t *w, rec *r)
     lane_kill(T, r);
     ext *x = ext_of(T, r);
     if (x) {
-        /* Every edge in O(1) through the edge index. */
-        while (x->n_pre)
+        /* Every edge in O(1) through the edge index.  Its prerequisites are
+         * re-placed too: their component lost a member, so the walk that
+         * reaches a cycle in it may now enter it elsewhere (and Unreal drop
+         * another edge). */
+        while (x->n_pre) {
+            mark_dirty(T, &T->recs[id_slot(x->pre[x->n_pre - 1])]);
             pre_remove_at(T, r, x->n_pre - 1);
+        }
         /* Dependents drop this stale prerequisite and are re-placed. */
         for (uint32_t i = 0; i < x->n_dep; i++) {
             uint32_t ds = x->dep[i];
@@ -1995,13 +2006,19 @@ static void set_enabled(tk_world_t *w, rec *r, bool en)
         T->n_disabled--;
         ext *x = ext_of(T, r);
         if (in_groups(w)) {
+            /* Unreal sends it through NewlySpawned: queued there unless
+             * visited this frame, and an interval function is rescheduled
+             * for its full interval either way. */
+            bool visited = x && (x->visit == F || x->task == F);
             if (x && x->cancel == F && lane_pending(w, r)) {
                 /* The cancelled tick is still queued: Unreal's task re-checks
                  * the enabled flag when it runs, so it ticks after all. */
                 bit_set(T->lanes[r->lane].act, r->pos);
-            } else if (!(x && (x->visit == F || x->task == F))) {
-                add_newly(w, r);
             }
+            if (!visited)
+                add_newly(w, r);
+            else
+                vpush(&T->renewed, slot_of(T, r));
         }
     }
     mark_dirty(T, r);
@@ -2067,8 +2084,15 @@ int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec)
          * ticks first, then cools). */
         if (r->state != TK_TICK_DISABLED && x->was_interval) {
             wheel_remove(T, r);
-            if (iv)
+            if (iv) {
                 wheel_insert(w, r, clock_of(w, r) + iv);
+                /* Out of NewlySpawned too: it does not tick this frame. */
+                r->flags &= (uint8_t)~RF_NEWLY;
+                /* Between frames, an even_when_paused one counts from the
+                 * end of the next frame if that is a pause frame. */
+                if ((r->flags & RF_PAUSED) && T->phase == PH_IDLE)
+                    vpush(&T->iv_defer, slot_of(T, r));
+            }
         }
         if (!iv) {
             /* An every-frame function again: no interval delta any more. */
@@ -2089,8 +2113,8 @@ int tk_tick_set_dilation(tk_world_t *w, tk_tick_id id, float dilation)
     rec *r = live_rec(w, id);
     if (!r)
         return tk__world_error(w, TK_ENOENT, "no such tick function");
-    if (!(isfinite(dilation) && dilation > 0))
-        return tk__world_error(w, TK_EINVAL, "dilation must be a finite number > 0");
+    if (!(isfinite(dilation) && dilation >= 0))
+        return tk__world_error(w, TK_EINVAL, "dilation must be a finite number >= 0");
     struct tk__ticks *T = T_of(w);
     if (dil_of(T, r) == dilation)
         return 0;
@@ -3399,6 +3423,14 @@ static bool lane_task(const tk_world_t *w, const rec *p)
 /* Queued this frame through the extras path (not through a lane). */
 static inline bool extras_kind(const rec *r) { return (r->flags & (RF_DYNAMIC | RF_NEWLY)) != 0; }
 
+/* As a prerequisite: placed by the extras path this frame, also once a newly
+ * spawned one left the newly list (its task, even cancelled, still places
+ * functions queued after it, as Unreal's queued task does). */
+static inline bool extras_now(const tk_world_t *w, const rec *r)
+{
+    return extras_kind(r) || (r->ext && T_of(w)->exts[r->ext].task == fmark(w));
+}
+
 /* Ready to tick this frame if queued: enabled and (every frame or due). */
 static bool ready(const tk_world_t *w, const rec *r)
 {
@@ -3437,7 +3469,7 @@ static void queue_edge(tk_world_t *w, wframe *f, rec *r, rec *p, uint32_t i)
     uint64_t F = fmark(w);
     ext *x = ext_of(T, r);
     int group = grp_of(r->grp);
-    if (extras_kind(p)) {
+    if (extras_now(w, p)) {
         ext *px = ext_of(T, p);
         if (px->visit == F && px->queued != F) {
             if (!x->pre_cycle[i])
@@ -3498,7 +3530,7 @@ static void queue_finish(tk_world_t *w, const wframe *f, rec *r, int ctxg)
                 continue;
             ext *px = ext_of(T, p);
             int ps, pe, pband;
-            bool is_x = extras_kind(p);
+            bool is_x = extras_now(w, p);
             if (is_x) {
                 if (px->task != F || px->done == F)
                     continue;
@@ -3576,6 +3608,18 @@ static void queue_fn(tk_world_t *w, rec *r0, int ctxg)
 static size_t queue_newly(tk_world_t *w, int ctxg)
 {
     struct tk__ticks *T = T_of(w);
+    /* Enabled again after they were visited: not queued, but an interval
+     * one is rescheduled for its full interval (the interval it has now). */
+    for (size_t i = 0; i < T->renewed.n; i++) {
+        rec *r = &T->recs[T->renewed.v[i]];
+        ext *x = ext_of(T, r);
+        if (r->state == TK_TICK_ENABLED && x && x->interval_ns && x->wnode == NONE32 &&
+            !x->dset && !(r->flags & RF_NEWLY)) {
+            x->was_interval = true;
+            wheel_insert(w, r, clock_of(w, r) + x->interval_ns);
+        }
+    }
+    T->renewed.n = 0;
     if (T->newly.n == 0)
         return 0;
     vec32 *v = &T->stack;
@@ -3714,6 +3758,7 @@ void tk__ticks_start_frame(tk_world_t *w)
     struct tk__ticks *T = T_of(w);
     T->phase = PH_GROUPS;
     T->cur_group = 0;
+    T->iv_defer.n = 0; /* merged before this frame's walk: from now, as set */
     ensure_wheels(w);
     upkeep(w);
 
@@ -3880,6 +3925,7 @@ void tk__ticks_end_frame(tk_world_t *w)
         r->flags &= (uint8_t)~RF_NEWLY;
     }
     T->newly.n = 0;
+    T->renewed.n = 0; /* left in NewlySpawned after the drain: dropped */
     for (int g = 0; g < GROUPS; g++)
         T->n_xs[g] = 0;
     T->phase = PH_IDLE;
@@ -3896,6 +3942,18 @@ void tk__ticks_pause_frame(tk_world_t *w)
     slowrun sr;
     sr_init(&sr, T->sl_kx, T->sl_holdx, 0, 1);
     slowrun *srp = T->slow_ns ? &sr : NULL;
+    /* Interval changes made between frames are merged after this frame's
+     * walk in Unreal (its reschedule list): they count from its end. */
+    for (size_t i = 0; i < T->iv_defer.n; i++) {
+        rec *r = &T->recs[T->iv_defer.v[i]];
+        ext *x = ext_of(T, r);
+        if (r->state == RS_FREE || !(r->flags & RF_PAUSED) || !x || x->wnode == NONE32 ||
+            !x->interval_ns)
+            continue;
+        wheel_remove(T, r);
+        wheel_insert(w, r, w->unpaused_ns + x->interval_ns);
+    }
+    T->iv_defer.n = 0;
     /* Cooling even_when_paused functions on unpaused time, in due order. */
     T->n_dues = 0;
     tk__wheel_advance(&T->wheel_unpaused, w->unpaused_ns, collect_due, w);

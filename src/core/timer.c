@@ -239,9 +239,20 @@ static inline int64_t sat_add(int64_t a, int64_t b)
 
 static inline double ns_to_s(int64_t ns) { return (double)ns / 1e9; }
 
+/*
+ * HasBeenTickedThisFrame.  Code the engine runs in its request hooks (the
+ * wait and pre_world hooks: the daemon's requests) is Unreal's deferred
+ * commands: FEngineLoop::Tick runs them at the end of the previous frame,
+ * after the core ticker and before GFrameCounter++, so there "this frame" is
+ * the frame that just ran (engine.h, step 3).
+ */
 static inline bool ticked_this_frame(const tk_world_t *w)
 {
-    return w->timers->last_ticked == w->frame;
+    uint64_t last = w->timers->last_ticked;
+    if (last == w->frame)
+        return true;
+    return w->engine && tk__engine_deferred(w->engine) && last != UINT64_MAX &&
+           last + 1 == w->frame;
 }
 
 static inline size_t live_count(const struct tk__timers *t)

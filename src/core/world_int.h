@@ -76,6 +76,10 @@ void tk__world_free(tk_world_t *w);
 /* What belongs to the engine moves from `from` to `to` (tk_engine_swap_world). */
 void tk__world_adopt(tk_world_t *to, tk_world_t *from);
 
+/* The engine is in its request hooks (wait, pre_world): the previous
+ * frame's deferred commands, before its frame counter moved (timer.c). */
+bool tk__engine_deferred(const tk_engine_t *e);
+
 /* One world tick with the raw dt (step 4 of a frame, engine.h). */
 void tk__world_tick(tk_world_t *w, uint64_t raw_dt_ns);
 /* The frame counter + 1, at the very end of the frame. */

@@ -672,7 +672,7 @@ const tkd_field tkd_spawn_fields[] = {
      .desc = "entities whose actor ticks run before this one's"},
     {.name = "props", .type = TKD_T_OBJ,
      .desc = "the class's props; a spawn prop takes entity.spawn params or \"self\""},
-    {.name = "time_dilation", .type = TKD_T_NUM, .min = 1e-9, .max = 1e6, .flags = TKD_F_DEFAULT,
+    {.name = "time_dilation", .type = TKD_T_NUM, .min = 0, .max = 1e6, .flags = TKD_F_DEFAULT,
      .def = 1, .desc = "the entity's own time dilation"},
     {.name = "life_span", .type = TKD_T_NUM, .min = 0, .max = 1e12,
      .desc = "seconds of world time before it is destroyed (0: forever)"},

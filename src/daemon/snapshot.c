@@ -614,7 +614,7 @@ static int parse_entity(const tks_sim *sim, const json_t *o, const char *path, t
     NEED(tkd_p_str(o, "class", path, &r->cls, e), path, "class");
     OPT(tkd_p_str(o, "level", path, &r->level, e));
     r->dilation = 1.0;
-    OPT(tkd_p_num(o, "time_dilation", path, 1e-9, 1e6, &r->dilation, e));
+    OPT(tkd_p_num(o, "time_dilation", path, 0, 1e6, &r->dilation, e));
     r->life_remaining = -1;
     json_t *life = json_object_get(o, "life_span");
     if (life && !json_is_null(life))

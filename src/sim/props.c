@@ -421,8 +421,8 @@ int tks__check_spawn(tks_sim *s, const tks_spawn_req *r, const char *path, int d
     int rc = tks__check_spec(&r->tick, sub, err);
     if (rc)
         return rc;
-    if (!(isfinite(r->dilation) && r->dilation > 0 && r->dilation <= 1e6))
-        return tks__errf(err, TK_EINVAL, "%s%stime_dilation: must be a number > 0", p, dot);
+    if (!(isfinite(r->dilation) && r->dilation >= 0 && r->dilation <= 1e6))
+        return tks__errf(err, TK_EINVAL, "%s%stime_dilation: must be a number >= 0", p, dot);
     if (!(isfinite(r->life_span) && r->life_span >= 0))
         return tks__errf(err, TK_EINVAL, "%s%slife_span: must be a number >= 0", p, dot);
     if (r->n_components > TKS_MAX_COMPONENTS)

@@ -30,8 +30,8 @@ int tks_restore_check(const tks_sim *cs, const tks_entity_restore *e, const char
                          e->cls ? e->cls : "");
     if (e->id == 0 || e->id > 9e15)
         return tks__errf(err, TK_EINVAL, "%s.id: must be an entity id", path);
-    if (!(isfinite(e->dilation) && e->dilation > 0 && e->dilation <= 1e6))
-        return tks__errf(err, TK_EINVAL, "%s.time_dilation: must be a number > 0", path);
+    if (!(isfinite(e->dilation) && e->dilation >= 0 && e->dilation <= 1e6))
+        return tks__errf(err, TK_EINVAL, "%s.time_dilation: must be a number >= 0", path);
     if (!isfinite(e->life_remaining))
         return tks__errf(err, TK_EINVAL, "%s.life_span: must be a number", path);
     snprintf(sub, sizeof sub, "%s.tick", path);

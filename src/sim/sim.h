@@ -92,7 +92,7 @@ struct tks_spawn_req {
     size_t n_prereqs;
     tks_prop_kv *props;
     size_t n_props;
-    double dilation;           /* custom time dilation, > 0              */
+    double dilation;           /* custom time dilation, >= 0             */
     double life_span;          /* s; 0 = forever                         */
 };
 
@@ -334,7 +334,7 @@ typedef struct tks_entity_restore {
     tks_id id;
     const char *cls;
     const char *level;         /* NULL: persistent                           */
-    double dilation;           /* > 0                                         */
+    double dilation;           /* >= 0                                        */
     double life_remaining;     /* s; < 0: no life span                        */
     tks_prop_kv *props;
     size_t n_props;

@@ -63,6 +63,8 @@ tk_tick_id tks__register_tick(tks_sim *s, tks_obj *o, const tk_tick_spec *spec, 
     tk_tick_id id = TK_TICK_NONE;
     int rc = tk_tick_register(s->w, &d, &id);
     TKS_ALWAYS(rc == 0);
+    if (dilation == 0 && id != TK_TICK_NONE) /* the desc's 0 means 1 */
+        TKS_ALWAYS(tk_tick_set_dilation(s->w, id, 0.0f) == 0);
     return id;
 }
 

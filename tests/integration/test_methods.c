@@ -660,7 +660,7 @@ START_TEST(methods_entity_spawn_errors)
         {TKIT_NOT_FOUND, "prerequisites", "{\"class\":\"counter\",\"prerequisites\":[424242]}"},
         {TKIT_INVALID_PARAMS, "prerequisites",
          "{\"class\":\"counter\",\"prerequisites\":[\"one\"]}"},
-        {TKIT_INVALID_PARAMS, "time_dilation", "{\"class\":\"counter\",\"time_dilation\":0}"},
+        {TKIT_INVALID_PARAMS, "time_dilation", "{\"class\":\"counter\",\"time_dilation\":-1}"},
         {TKIT_INVALID_PARAMS, "life_span", "{\"class\":\"counter\",\"life_span\":-1}"},
         {TKIT_INVALID_PARAMS, "colour", "{\"class\":\"counter\",\"colour\":\"red\"}"},
         {TKIT_INVALID_PARAMS, "components", "{\"class\":\"counter\",\"components\":{}}"},
