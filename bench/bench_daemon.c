@@ -99,9 +99,20 @@
  *                                   `frame` events (engine.max_dt=0, but
  *                                   the world still clamps dt to 0.4 s)
  *                                   and the largest gap between the
- *                                   arrivals of two of them here (one
- *                                   run; the save's seconds, bytes and
- *                                   both maxima are noted)
+ *                                   arrivals of two of them here; the
+ *                                   median of 5 saves one after the
+ *                                   other in the same daemon, the first
+ *                                   included (it also waits for the
+ *                                   shadow of the states to grow); each
+ *                                   save's seconds, bytes and maxima
+ *                                   are noted
+ *   save_1m_max_frame_gap_ms_worst  the largest of those 5
+ *   save_1m_max_frame_dt_ms         the median of the 5 largest "dt": the
+ *                                   daemon's own frame gaps, without the
+ *                                   client's wake-ups
+ *   save_1m_copy_ms / _fork_ms      what starting a save cost the frame
+ *                                   thread (the answer's copy_ms and
+ *                                   fork_ms), medians of the 5
  *   load_1m_max_frame_gap_ms        the same for a world.load of that
  *                                   file into the same daemon (read aside;
  *                                   the apply is one frame)
@@ -257,6 +268,10 @@ enum {
     F_BYTES_MOVER,
     F_MSPT_P50_MOVERS_FLOOR,
     F_MSPT_P99_MOVERS_FLOOR,
+    F_SAVE_GAP_WORST,
+    F_SAVE_DT,
+    F_SAVE_COPY,
+    F_SAVE_FORK,
     F_COUNT
 };
 
@@ -296,6 +311,10 @@ static const struct {
     [F_BYTES_MOVER] = {"bytes_per_mover_entity", "%.1f", "bytes"},
     [F_MSPT_P50_MOVERS_FLOOR] = {"mspt_p50_1m_movers_floor", "%.3f", "ms"},
     [F_MSPT_P99_MOVERS_FLOOR] = {"mspt_p99_1m_movers_floor", "%.3f", "ms"},
+    [F_SAVE_GAP_WORST] = {"save_1m_max_frame_gap_ms_worst", "%.1f", "ms"},
+    [F_SAVE_DT] = {"save_1m_max_frame_dt_ms", "%.1f", "ms"},
+    [F_SAVE_COPY] = {"save_1m_copy_ms", "%.2f", "ms"},
+    [F_SAVE_FORK] = {"save_1m_fork_ms", "%.2f", "ms"},
 };
 
 static double fig_val[F_COUNT]; /* measured values                    */
@@ -2000,7 +2019,7 @@ static bool hostile(bench *b)
  * larger of the events' dt and the gap between their arrivals here.
  */
 static bool watched_call(conn *c, const char *method, const char *params, uint64_t deadline,
-                         double *seconds, json_t **result, double *max_gap_ms)
+                         double *seconds, json_t **result, double *max_gap_ms, double *max_dt_ms)
 {
     unsigned long long id = c->next_id++;
     char req[512];
@@ -2053,6 +2072,8 @@ static bool watched_call(conn *c, const char *method, const char *params, uint64
          "events here %.1f ms",
          method, *seconds, frames, max_ms, max_arrival_ms);
     *max_gap_ms = max_ms > max_arrival_ms ? max_ms : max_arrival_ms;
+    if (max_dt_ms)
+        *max_dt_ms = max_ms;
     return true;
 }
 
@@ -2091,14 +2112,32 @@ static void save_gap(bench *b)
         goto fail;
     json_decref(r);
     double seconds = 0, gap = 0;
-    if (!watched_call(&c, "world.save", NULL, deadline, &seconds, &r, &gap))
-        goto fail;
-    note("world.save of 1M movers: %.0f bytes", jnum(r, "bytes", NULL));
-    json_decref(r);
-    figure(F_SAVE_GAP, gap);
+    double gaps[RUNS], dts[RUNS], copy[RUNS], forked[RUNS], worst = 0;
+    for (int i = 0; i < RUNS; i++) {
+        deadline = now_ns() + MS(SAVE_TIMEOUT_MS);
+        if (!watched_call(&c, "world.save", NULL, deadline, &seconds, &r, &gaps[i], &dts[i]))
+            goto fail;
+        copy[i] = jnum(r, "copy_ms", NULL);
+        forked[i] = jnum(r, "fork_ms", NULL);
+        note("world.save %d of 1M movers: %.0f bytes in %.2f s, start: %.0f bytes of states "
+             "copied in %.1f ms, fork %.1f ms",
+             i + 1, jnum(r, "bytes", NULL), seconds, jnum(r, "copied_bytes", NULL), copy[i],
+             forked[i]);
+        json_decref(r);
+        if (gaps[i] > worst)
+            worst = gaps[i];
+        sleep_ns(MS(SETTLE_MS / 2));
+    }
+    figure(F_SAVE_GAP, median(gaps, RUNS));
+    figure(F_SAVE_GAP_WORST, worst);
+    figure(F_SAVE_DT, median(dts, RUNS));
+    if (!isnan(copy[0]) && !isnan(forked[0])) {
+        figure(F_SAVE_COPY, median(copy, RUNS));
+        figure(F_SAVE_FORK, median(forked, RUNS));
+    }
     sleep_ns(MS(SETTLE_MS));
     deadline = now_ns() + MS(SAVE_TIMEOUT_MS);
-    if (!watched_call(&c, "world.load", NULL, deadline, &seconds, &r, &gap))
+    if (!watched_call(&c, "world.load", NULL, deadline, &seconds, &r, &gap, NULL))
         goto fail;
     note("world.load of 1M movers: %.0f entities", jnum(r, "entities", NULL));
     json_decref(r);

@@ -257,6 +257,13 @@ static void wait_hook(void *ud, uint64_t deadline)
 {
     tkd *d = ud;
     tkd_server_flush(d->srv);
+    if (d->frame_done) {
+        /* The start of the idle time, the frame's events on their way: a
+         * save starts here (the copy and fork fit in the rest of the period). */
+        d->frame_done = false;
+        if (!d->shutdown)
+            tkd_snapshot_frame_end(d);
+    }
     if (deadline == 0 || d->shutdown) {
         /* Behind (or unpaced): one bounded pass over the sockets; shutting
          * down: read everything that was sent, it will be answered. */
@@ -278,8 +285,11 @@ static void wait_hook(void *ud, uint64_t deadline)
         tkd_server_set_deadline(d->srv, deadline);
         event_base_loop(d->base, EVLOOP_ONCE);
         event_del(d->wake);
-        if (!d->reload)
+        if (!d->reload) {
+            d->idle_deadline_ns = deadline;
             drain_between_frames(d, deadline);
+            d->idle_deadline_ns = 0;
+        }
         tkd_server_flush(d->srv);
         account_io(d);
         return;
@@ -504,6 +514,7 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
     }
     lag_account(d, f);
     tkd_notify_watchdog(&d->notify, f->start_ns + f->work_ns); /* a frame completed */
+    d->frame_done = true;
     if (d->shutdown)
         tk_engine_stop(d->engine);
 }

@@ -79,6 +79,9 @@ typedef struct tkd {
     tkd_notify notify;          /* systemd notify socket and watchdog         */
     tk_ticker_handle status_ticker; /* STATUS= to systemd, every few seconds  */
     struct tkd_bgsave *bgsave;  /* world.save/autosave in a child (snapshot.c) */
+    bool frame_done;            /* a frame ended; its idle time not begun yet  */
+    uint64_t idle_deadline_ns;  /* while requests run between frames: when the
+                                   next frame is due (monotonic), else 0     */
 } tkd;
 
 /* Create the daemon from a loaded config (binds the socket, creates levels).

@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -34,8 +36,15 @@ struct tkd_hotmem {
     size_t failed;          /* bytes a growth could not map (0: none)   */
     /* the regions of the fork in progress */
     struct iovec *reg;
-    size_t *off;
+    size_t *off;            /* each region's place in the shadow       */
+    size_t *cum;            /* n + 1 prefix sums of the bytes copied   */
     size_t n, reg_cap;
+    /* the copy, in pieces claimed by the frame thread and a helper */
+    size_t pieces;          /* COPY_PIECE bytes each (the last less)   */
+    atomic_size_t next;     /* the next piece to claim                 */
+    atomic_size_t done;     /* pieces copied                           */
+    atomic_bool helper_live; /* a helper (detached) may still touch
+                                next: waited for before the next copy */
 };
 
 static size_t page_size(void)
@@ -54,6 +63,7 @@ tkd_hotmem *tkd_hotmem_new(void)
 {
     tkd_hotmem *h = tk_calloc(1, sizeof *h);
     atomic_init(&h->state, IDLE);
+    atomic_init(&h->helper_live, false);
     return h;
 }
 
@@ -74,15 +84,19 @@ static void join_growth(tkd_hotmem *h)
     atomic_store(&h->state, IDLE);
 }
 
+static void join_helper(tkd_hotmem *h);
+
 void tkd_hotmem_free(tkd_hotmem *h)
 {
     if (!h)
         return;
     join_growth(h);
+    join_helper(h);
     if (h->shadow)
         munmap(h->shadow, h->cap);
     tk_free(h->reg);
     tk_free(h->off);
+    tk_free(h->cum);
     tk_free(h);
 }
 
@@ -128,37 +142,69 @@ bool tkd_hotmem_ready(tkd_hotmem *h, size_t bytes)
     return false;
 }
 
-/* Copies of [from, to) bytes of the regions into the shadow (a half of the
- * whole: the copy before a fork is split between the frame thread and one
- * more, since one core copies well below what memory allows). */
-typedef struct copy_part {
-    const tkd_hotmem *h;
-    size_t from, to;
-} copy_part;
+/*
+ * The copy before a fork is cut into pieces that the frame thread and one
+ * helper thread claim in turn (one core copies well below what memory
+ * allows).  The frame thread never waits for a piece nobody has claimed: if
+ * the helper is slow to start (a busy machine) the frame thread copies
+ * everything itself, and it waits at most for the piece the helper is
+ * copying.
+ */
+#define COPY_PIECE (1u << 20)
+/* Below this the helper costs more than it saves. */
+#define COPY_SPLIT_MIN (4u << 20)
 
-static void copy_range(const tkd_hotmem *h, size_t from, size_t to)
+static void copy_piece(const tkd_hotmem *h, size_t k)
 {
-    for (size_t i = 0; i < h->n && from < to; i++) {
-        size_t a = h->off[i], b = a + h->reg[i].iov_len;
-        if (b <= from || a >= to)
+    size_t a = k * COPY_PIECE, b = a + COPY_PIECE;
+    if (b > h->cum[h->n])
+        b = h->cum[h->n];
+    /* The region holding byte a: the last i with cum[i] <= a. */
+    size_t lo = 0, hi = h->n;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (h->cum[mid] <= a)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; a < b && i < h->n; i++) {
+        if (h->cum[i + 1] <= a)
             continue;
-        size_t lo = from > a ? from : a, hi = to < b ? to : b;
-        memcpy(h->shadow + lo, (const char *)h->reg[i].iov_base + (lo - a), hi - lo);
+        size_t in = a - h->cum[i], end = b < h->cum[i + 1] ? b : h->cum[i + 1];
+        memcpy(h->shadow + h->off[i] + in, (const char *)h->reg[i].iov_base + in, end - a);
+        a = end;
+    }
+}
+
+static void claim_and_copy(tkd_hotmem *h)
+{
+    size_t k;
+    while ((k = atomic_fetch_add_explicit(&h->next, 1, memory_order_relaxed)) < h->pieces) {
+        copy_piece(h, k);
+        atomic_fetch_add_explicit(&h->done, 1, memory_order_release);
     }
 }
 
 static void *copy_thread(void *arg)
 {
-    const copy_part *c = arg;
-    copy_range(c->h, c->from, c->to);
+    tkd_hotmem *h = arg;
+    claim_and_copy(h);
+    atomic_store_explicit(&h->helper_live, false, memory_order_release); /* its last touch */
     return NULL;
 }
 
-/* Below this the second thread costs more than it saves. */
-#define COPY_SPLIT_MIN (4u << 20)
+/* The helper is detached (a joinable thread left running across the fork
+ * would count as leaked in the child); it is done long before the next
+ * copy, which still makes sure. */
+static void join_helper(tkd_hotmem *h)
+{
+    while (atomic_load_explicit(&h->helper_live, memory_order_acquire))
+        sched_yield();
+}
 
-int tkd_hotmem_before_fork(tkd_hotmem *h, const struct iovec *regions, size_t n, char *err,
-                           size_t errlen)
+int tkd_hotmem_before_fork(tkd_hotmem *h, const struct iovec *regions, const size_t *used,
+                           size_t n, char *err, size_t errlen)
 {
     size_t ps = page_size(), total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -172,13 +218,16 @@ int tkd_hotmem_before_fork(tkd_hotmem *h, const struct iovec *regions, size_t n,
         snprintf(err, errlen, "the shadow holds %zu bytes, %zu needed", h->cap, total);
         return -1;
     }
+    join_helper(h);
     if (n > h->reg_cap) {
         h->reg_cap = n;
         h->reg = tk_realloc(h->reg, n * sizeof *h->reg);
         h->off = tk_realloc(h->off, n * sizeof *h->off);
+        h->cum = tk_realloc(h->cum, (n + 1) * sizeof *h->cum);
     }
     size_t off = 0;
     h->n = 0;
+    h->cum[0] = 0;
     for (size_t i = 0; i < n; i++) {
         if (!regions[i].iov_len)
             continue;
@@ -188,27 +237,35 @@ int tkd_hotmem_before_fork(tkd_hotmem *h, const struct iovec *regions, size_t n,
             snprintf(err, errlen, "madvise(MADV_DONTFORK): %s", strerror(e));
             return -1;
         }
+        size_t u = used && used[i] < regions[i].iov_len ? used[i] : regions[i].iov_len;
         h->reg[h->n] = regions[i];
         h->off[h->n] = off;
+        h->cum[h->n + 1] = h->cum[h->n] + u;
         h->n++;
         off += regions[i].iov_len;
     }
-    /* The second half on a thread of its own while this one copies the
-     * first (a page boundary between them). */
-    size_t mid = off >= COPY_SPLIT_MIN ? off / 2 / ps * ps : off;
-    copy_part part = {h, mid, off};
-    pthread_t th;
-    bool split = false;
-    if (mid < off) {
+    size_t bytes = h->cum[h->n];
+    h->pieces = (bytes + COPY_PIECE - 1) / COPY_PIECE;
+    atomic_store_explicit(&h->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&h->done, 0, memory_order_relaxed);
+    if (bytes >= COPY_SPLIT_MIN) {
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        split = pthread_create(&th, NULL, copy_thread, &part) == 0;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t th;
+        atomic_store_explicit(&h->helper_live, true, memory_order_relaxed);
+        if (pthread_create(&th, &attr, copy_thread, h) != 0)
+            atomic_store_explicit(&h->helper_live, false, memory_order_relaxed);
+        pthread_attr_destroy(&attr);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
-    copy_range(h, 0, split ? mid : off);
-    if (split)
-        pthread_join(th, NULL);
+    claim_and_copy(h);
+    /* At most the helper's piece in flight. */
+    while (atomic_load_explicit(&h->done, memory_order_acquire) < h->pieces)
+        sched_yield();
     return 0;
 }
 

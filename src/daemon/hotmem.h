@@ -41,10 +41,15 @@ bool tkd_hotmem_ready(tkd_hotmem *h, size_t bytes);
 
 /*
  * Just before fork(): copy the regions into the shadow and mark them
- * MADV_DONTFORK.  0, or -1 with err (then nothing is marked: fork as usual).
+ * MADV_DONTFORK.  used[i] (used may be NULL: all of it) is how many bytes
+ * from the start of region i hold what the child reads: only those are
+ * copied, the rest of the region reaches the child as garbage.  The copy is
+ * shared with a helper thread from 4 MiB on (the caller's thread never waits
+ * for more than the piece the helper is copying).  0, or -1 with err (then
+ * nothing is marked: fork as usual).
  */
-int tkd_hotmem_before_fork(tkd_hotmem *h, const struct iovec *regions, size_t n, char *err,
-                           size_t errlen);
+int tkd_hotmem_before_fork(tkd_hotmem *h, const struct iovec *regions, const size_t *used,
+                           size_t n, char *err, size_t errlen);
 /* In the child: the copies where the regions were.  0, or -1 (the child
  * must not read the regions then). */
 int tkd_hotmem_in_child(tkd_hotmem *h);

@@ -110,12 +110,12 @@ static void snapshot_method(req *r, bool save)
     json_t *info = NULL;
     int rc;
     if (save && !r->d->offline) {
-        /* Written by a child process; answered when it is done. */
+        /* Written by a child process; answered when it is done (deferred
+         * first: the save may hold the client until it starts). */
+        defer(r);
         rc = tkd_snapshot_save_bg(r->d, path, r->call, "world.save", err, sizeof err);
         if (rc)
             fail(r, rc, "%s", err);
-        else
-            defer(r);
         return;
     }
     if (!save && !r->d->offline && r->call) {
@@ -187,6 +187,12 @@ static const tkd_field snapshot_params[] = {
 static const tkd_field snapshot_result[] = {
     R_STR("path", NULL), R_INT("bytes", NULL), R_INT("entities", NULL), R_INT("timers", NULL),
     R_INT("tickables", NULL), {0}};
+static const tkd_field save_result[] = {
+    R_STR("path", NULL), R_INT("bytes", NULL), R_INT("entities", NULL), R_INT("timers", NULL),
+    R_INT("tickables", NULL),
+    O_NUM("copy_ms", "frame thread's time copying the class states before the fork"),
+    O_NUM("fork_ms", "frame thread's time in fork()"),
+    O_INT("copied_bytes", "bytes of class states copied before the fork"), {0}};
 
 const tkd_method tkd__world_methods[] = {
     {"world.status", m_world_status, tkd__no_params, status_result,
@@ -202,7 +208,7 @@ const tkd_method tkd__world_methods[] = {
      "set the world's time dilation", NULL},
     {"world.trace", m_world_trace, trace_params, trace_result,
      "tick functions and spans of the next frames", "Answered later."},
-    {"world.save", m_world_save, snapshot_params, snapshot_result, "write a snapshot",
+    {"world.save", m_world_save, snapshot_params, save_result, "write a snapshot",
      "Written by a child process; answered when done."},
     {"world.load", m_world_load, snapshot_params, snapshot_result,
      "replace the world by a snapshot", "Read aside, applied at a frame boundary."},

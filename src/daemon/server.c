@@ -1773,6 +1773,8 @@ void tkd_call_hold_client(tkd_call *call)
     call->holds = true;
 }
 
+void tkd_call_release_client(tkd_call *call) { call_release_hold(call); }
+
 static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, uint64_t deadline_ns)
 {
     if (srv->draining)

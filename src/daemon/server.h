@@ -291,6 +291,9 @@ void tkd_call_defer(tkd_call *call);
  * go on.
  */
 void tkd_call_hold_client(tkd_call *call);
+/* End tkd_call_hold_client's hold before the call completes (a save that
+ * has started: the client's later calls go on while it is written). */
+void tkd_call_release_client(tkd_call *call);
 /* Complete with a result (stolen; NULL means {}). */
 void tkd_call_reply(tkd_call *call, json_t *result);
 /* Complete with an error: `code` (rpc.h), `data` stolen (may be NULL),

@@ -2057,6 +2057,20 @@ void tkd_snapshot_remove_stale(tkd *d)
  * save runs at a time; world.save requests that arrive meanwhile wait in
  * order and each starts when the one before it ends; an autosave due
  * meanwhile is skipped.
+ *
+ * When.  Starting costs the frame thread the copy of the class states and
+ * the fork (5 - 15 ms for 1M movers), so a save starts only where that
+ * delays no frame: at once if asked between frames and the last start's
+ * cost fits before the next frame is due (start_fits), else at the next
+ * start of the idle time after a frame (tkd_snapshot_frame_end, from the
+ * daemon's wait hook once the frame's events and replies are flushed),
+ * never while requests run at a frame's start, in a timer action or in the
+ * core ticker.  A client whose save waits for that moment is held (its
+ * later requests wait) until the save has forked, so the file holds exactly
+ * that client's requests before the save, as if it had started at once;
+ * other clients go on.  Behind another save or a request in slices a save
+ * waits without holding anyone (the world is saved as it is when it
+ * starts).
  */
 
 typedef struct bg_req {
@@ -2064,6 +2078,10 @@ typedef struct bg_req {
     tkd_call *call;           /* to answer, or NULL                      */
     char why[24];             /* for logs: world.save, autosave          */
     char path[PATH_MAX];      /* resolved                                */
+    bool holds;               /* call holds its client until the start   */
+    /* the start, once forked: what it cost the frame thread */
+    uint64_t copied;          /* bytes of class states copied            */
+    uint64_t copy_ns, fork_ns;
 } bg_req;
 
 struct tkd_bgsave {
@@ -2073,21 +2091,27 @@ struct tkd_bgsave {
     uint64_t start_ns;        /* monotonic                               */
     bg_req *queue, **tail;    /* waiting world.save requests             */
     tk_ticker_handle ticker;  /* the reaper                              */
+    uint64_t last_fork_ns;    /* the last start's fork, or 0             */
+    double last_copy_ns_per_b; /* and its copy per byte, or 0            */
     tkd_hotmem *hot;          /* the class states handed over as a copy  */
     struct iovec *reg;        /* their regions (tks_hot_regions)         */
+    size_t *used;             /* the bytes of each to copy               */
     size_t n_reg, cap_reg;
 };
+
+static bool bg_tick(void *ud, double dt);
 
 /* The hot regions of the world now, into b->reg; their bytes. */
 static size_t hot_regions(tkd *d)
 {
     struct tkd_bgsave *b = d->bgsave;
-    size_t n = tks_hot_regions(d->sim, NULL, 0);
+    size_t n = tks_hot_regions(d->sim, NULL, NULL, 0);
     if (n > b->cap_reg) {
         b->cap_reg = n;
         b->reg = tk_realloc(b->reg, n * sizeof *b->reg);
+        b->used = tk_realloc(b->used, n * sizeof *b->used);
     }
-    b->n_reg = tks_hot_regions(d->sim, b->reg, n);
+    b->n_reg = tks_hot_regions(d->sim, b->reg, b->used, n);
     size_t bytes = 0;
     for (size_t i = 0; i < b->n_reg; i++)
         bytes += b->reg[i].iov_len;
@@ -2156,6 +2180,12 @@ static void bg_complete(tkd *d, const bg_req *q, int rc, const char *msg, json_t
     tk_log_info("snapshot (%s): saved %s (%lld entities, %lld bytes)", q->why, q->path,
                 (long long)json_integer_value(json_object_get(info, "entities")),
                 (long long)json_integer_value(json_object_get(info, "bytes")));
+    if (q->fork_ns) {
+        /* What starting it cost the frame thread. */
+        json_object_set_new(info, "copy_ms", json_real((double)q->copy_ns / 1e6));
+        json_object_set_new(info, "fork_ms", json_real((double)q->fork_ns / 1e6));
+        json_object_set_new(info, "copied_bytes", json_integer((json_int_t)q->copied));
+    }
     if (q->call)
         tkd_call_reply(q->call, info);
     else
@@ -2178,11 +2208,15 @@ static void bg_start(tkd *d, const bg_req *q)
     uint64_t t0 = tk_clock_now_ns();
     /* Class states: copied aside and left out of the child (hotmem.h). */
     bool hot = false;
+    size_t copied = 0;
     if (b->hot && hot_regions(d) > 0) {
         char herr[160];
-        hot = tkd_hotmem_before_fork(b->hot, b->reg, b->n_reg, herr, sizeof herr) == 0;
-        if (!hot)
+        hot = tkd_hotmem_before_fork(b->hot, b->reg, b->used, b->n_reg, herr, sizeof herr) == 0;
+        for (size_t i = 0; hot && i < b->n_reg; i++)
+            copied += b->used[i];
+        if (!hot) {
             tk_log_debug("snapshot (%s): forking with copy-on-write: %s", q->why, herr);
+        }
     }
     uint64_t t1 = tk_clock_now_ns();
     pid_t pid = fork();
@@ -2201,14 +2235,28 @@ static void bg_start(tkd *d, const bg_req *q)
         bg_child(d, q->path, pfd[1], parent, hot);
     }
     close(pfd[1]);
-    tk_log_debug("snapshot (%s): writing %s in process %ld (%zu state regions copied in %.1f ms, "
-                 "fork took %.1f ms)",
-                 q->why, q->path, (long)pid, hot ? b->n_reg : 0, (double)(t1 - t0) / 1e6,
-                 (double)(tk_clock_now_ns() - t1) / 1e6);
+    uint64_t t2 = tk_clock_now_ns();
+    tk_log_debug("snapshot (%s): writing %s in process %ld (%zu state regions, %zu bytes, copied "
+                 "in %.1f ms; fork took %.1f ms)",
+                 q->why, q->path, (long)pid, hot ? b->n_reg : 0, copied, (double)(t1 - t0) / 1e6,
+                 (double)(t2 - t1) / 1e6);
+    if (q->holds)
+        tkd_call_release_client(q->call); /* its later calls go on */
+    b->last_fork_ns = t2 - t1;
+    if (copied)
+        b->last_copy_ns_per_b = (double)(t1 - t0) / (double)copied;
     b->pid = pid;
     b->rfd = pfd[0];
     b->cur = *q;
-    b->start_ns = tk_clock_now_ns();
+    b->cur.next = NULL;
+    b->cur.holds = false;
+    b->cur.copied = copied;
+    b->cur.copy_ns = t1 - t0;
+    b->cur.fork_ns = t2 - t1 ? t2 - t1 : 1;
+    b->start_ns = t2;
+    /* The frame thread's time: part of the next frame's report. */
+    if (d->engine)
+        tk_engine_add_work(d->engine, TK_WORK_OTHER, t2 - t0);
 }
 
 /* The child has exited with `status`: read its report, answer. */
@@ -2248,22 +2296,28 @@ static void bg_reaped(tkd *d, int status)
     bg_complete(d, &b->cur, -32603, msg, NULL);
 }
 
-/* Start the next waiting request, if any. */
+/* Start the next waiting request, if it can start now. */
 static void bg_next(tkd *d)
 {
     struct tkd_bgsave *b = d->bgsave;
     /* A request in slices (a big spawn) is in progress: a snapshot now would
      * hold half of it, so saves wait for it to end. */
-    while (!b->pid && b->queue && !d->jobs && hot_ready(d)) {
-        bg_req *q = b->queue;
-        b->queue = q->next;
-        if (!b->queue)
-            b->tail = &b->queue;
-        bg_start(d, q);
-        tk_free(q);
+    if (b->pid || !b->queue || d->jobs || !hot_ready(d))
+        return;
+    bg_req *q = b->queue;
+    b->queue = q->next;
+    if (!b->queue)
+        b->tail = &b->queue;
+    bg_start(d, q);
+    tk_free(q);
+    if (b->pid && b->ticker == TK_TICKER_NONE &&
+        tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0) {
+        /* No reaper: wait here rather than leave the call unanswered. */
+        tkd_snapshot_finish(d);
     }
 }
 
+/* The reaper, once per frame while a child runs. */
 static bool bg_tick(void *ud, double dt)
 {
     (void)dt;
@@ -2278,11 +2332,36 @@ static bool bg_tick(void *ud, double dt)
             return true;
         bg_reaped(d, r == b->pid ? status : 0);
     }
-    bg_next(d);
-    if (b->pid || b->queue)
-        return true;
     b->ticker = TK_TICKER_NONE;
     return false;
+}
+
+void tkd_snapshot_frame_end(tkd *d)
+{
+    if (d->bgsave && d->bgsave->queue)
+        bg_next(d);
+}
+
+/*
+ * Does a start now fit in the idle time before the next frame?  Only while
+ * requests run between frames (d->idle_deadline_ns), judged by what the
+ * last start cost (copy per byte and fork; without one, 1 ns per byte to
+ * copy and 2 ms of fork), with a millisecond to spare.
+ */
+#define FIT_FORK_NS 2000000ull
+#define FIT_SPARE_NS 1000000ull
+
+static bool start_fits(tkd *d)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    if (!d->idle_deadline_ns || !hot_ready(d))
+        return false;
+    size_t bytes = 0;
+    for (size_t i = 0; i < b->n_reg; i++)
+        bytes += b->used[i];
+    double per_b = b->last_copy_ns_per_b > 0 ? b->last_copy_ns_per_b : 1.0;
+    uint64_t est = (b->last_fork_ns ? b->last_fork_ns : FIT_FORK_NS) + (uint64_t)(per_b * (double)bytes);
+    return tk_clock_now_ns() + est + FIT_SPARE_NS <= d->idle_deadline_ns;
 }
 
 int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *why, char *err,
@@ -2299,34 +2378,45 @@ int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *
         d->bgsave = tk_calloc(1, sizeof *d->bgsave);
         d->bgsave->rfd = -1;
         d->bgsave->tail = &d->bgsave->queue;
+        d->bgsave->ticker = TK_TICKER_NONE;
     }
     struct tkd_bgsave *b = d->bgsave;
-    bool busy = b->pid || b->queue || d->jobs;
-    if (busy || !hot_ready(d)) {
-        /* An autosave is skipped while another save or a request in slices
-         * runs; it waits for the shadow of the class states like any save. */
-        if (!call && busy) {
-            if (!b->pid && !b->queue)
-                snprintf(err, errlen, "a request in slices is in progress");
-            else
-                snprintf(err, errlen, "a save is in progress (%s of %s)", b->cur.why,
-                         b->cur.path);
-            return TKD_SNAPSHOT_BUSY;
-        }
-        bg_req *w = tk_malloc(sizeof *w);
-        *w = q;
-        *b->tail = w;
-        b->tail = &w->next;
-        if (b->ticker == TK_TICKER_NONE && tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0)
-            tkd_snapshot_finish(d);
+    /* An autosave is skipped while another save or a request in slices
+     * runs. */
+    if (!call && (b->pid || b->queue || d->jobs)) {
+        if (!b->pid && !b->queue)
+            snprintf(err, errlen, "a request in slices is in progress");
+        else if (b->pid)
+            snprintf(err, errlen, "a save is in progress (%s of %s)", b->cur.why, b->cur.path);
+        else
+            snprintf(err, errlen, "a save is waiting to start");
+        return TKD_SNAPSHOT_BUSY;
+    }
+    bool first = !b->pid && !b->queue && !d->jobs;
+    if (first && start_fits(d)) {
+        /* Between frames with time to spare: at once, where it stands
+         * among the requests. */
+        bg_start(d, &q);
+        if (b->pid && b->ticker == TK_TICKER_NONE &&
+            tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0)
+            tkd_snapshot_finish(d); /* no reaper: wait here */
         return 0;
     }
-    bg_start(d, &q);
-    if (b->pid && b->ticker == TK_TICKER_NONE &&
-        tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0) {
-        /* No reaper: wait here rather than leave the call unanswered. */
-        tkd_snapshot_finish(d);
+    /* At the start of the idle time after this frame (or the first one
+     * after the shadow of the class states has grown, which starts now if
+     * it must); until then the caller's later requests wait, so that the
+     * save holds exactly the requests before it.  Behind another save or a
+     * request in slices it waits in turn, and the caller goes on. */
+    bg_req *w = tk_malloc(sizeof *w);
+    *w = q;
+    if (first && call) {
+        tkd_call_hold_client(call);
+        w->holds = true;
     }
+    *b->tail = w;
+    b->tail = &w->next;
+    if (first)
+        (void)hot_ready(d);
     return 0;
 }
 
@@ -2364,6 +2454,7 @@ void tkd_snapshot_finish(tkd *d)
         tk_ticker_remove(d->engine, b->ticker);
     tkd_hotmem_free(b->hot);
     tk_free(b->reg);
+    tk_free(b->used);
     tk_free(b);
     d->bgsave = NULL;
 }

@@ -69,14 +69,22 @@ void tkd_snapshot_remove_stale(tkd *d);
 #define TKD_SNAPSHOT_BUSY (-32002)
 
 /*
- * Save in a child process.  Returns 0 if the save started or waits for the
- * running one: then `call` (may be NULL) is answered later with the result
- * of tkd_snapshot_save, and the outcome is logged with `why`.  Otherwise a
- * JSON-RPC code with err (nothing started, call not answered): a bad path,
- * or TKD_SNAPSHOT_BUSY when call is NULL and a save runs.
+ * Save in a child process.  Returns 0 if the save was queued: it starts at
+ * the next start of the idle time after a frame (tkd_snapshot_frame_end)
+ * once no other save runs, and writes the world as it is then; `call` (may
+ * be NULL) is answered later with the result of tkd_snapshot_save plus
+ * what the start cost the frame thread (copy_ms, fork_ms, copied_bytes),
+ * and the outcome is logged with `why`.  Otherwise a JSON-RPC code with err
+ * (nothing queued, call not answered): a bad path, or TKD_SNAPSHOT_BUSY when
+ * call is NULL and a save runs or waits.
  */
 int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *why, char *err,
                          size_t errlen);
+/* Frame thread, at the start of the idle time after a frame (its events
+ * and replies flushed): start the first waiting save if it can start
+ * (no save child, no request in slices, the shadow of the class states
+ * ready).  Cheap when nothing waits. */
+void tkd_snapshot_frame_end(tkd *d);
 /* True while a save child runs or saves wait. */
 bool tkd_snapshot_saving(const tkd *d);
 /* Wait for the running save and write the waiting ones in-process,

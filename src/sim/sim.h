@@ -185,14 +185,17 @@ typedef struct tks_storage_info {
 void tks_class_storage(const tks_class *c, tks_storage_info *out);
 
 /*
- * The storage the frame writes every frame (class states): the chunks that
- * are mappings of their own, page-aligned, whole pages (small chunks live in
- * the heap and are not listed).  Fills up to `max` (out may be NULL with max
- * 0) and returns how many there are.  For saving in a child process without
- * copy-on-write (daemon/hotmem.h).  Valid until the world changes.
+ * The storage the frame writes every frame (class states): the states of
+ * the chunks that are mappings of their own, page-aligned, whole pages
+ * (their headers before them, and small chunks, which live in the heap, are
+ * not listed).  Fills up to `max` (out and used may be NULL with max 0) and
+ * returns how many there are; used[i] (if used is not NULL) is how many
+ * bytes of region i, from its start, hold rows in use (whole pages).  For
+ * saving in a child process without copy-on-write (daemon/hotmem.h).  Valid
+ * until the world changes.
  */
 struct iovec;
-size_t tks_hot_regions(const tks_sim *s, struct iovec *out, size_t max);
+size_t tks_hot_regions(const tks_sim *s, struct iovec *out, size_t *used, size_t max);
 
 /*
  * Register a class (a plugin's; the built-in ones are registered by

@@ -150,18 +150,27 @@ static void chunk_free(const tks_store *st, tks_chunk *c)
         munmap(c, page_round(bytes));
 }
 
-size_t tks_hot_regions(const tks_sim *s, struct iovec *out, size_t max)
+size_t tks_hot_regions(const tks_sim *s, struct iovec *out, size_t *used, size_t max)
 {
-    size_t n = 0;
+    size_t n = 0, ps = page_round(1);
     for (size_t k = 0; k < tks_class_count(s); k++) {
         const tks_store *st = &tks_class_at(s, k)->store;
         for (size_t i = 0; i < st->n_chunks; i++) {
-            size_t bytes = chunk_bytes(st, st->chunks[i]->cap);
+            const tks_chunk *c = st->chunks[i];
+            size_t bytes = chunk_bytes(st, c->cap);
             if (bytes < HOT_MIN)
                 continue;
             if (n < max) {
-                out[n].iov_base = st->chunks[i];
-                out[n].iov_len = page_round(bytes);
+                /* The states' pages: the headers before them are written
+                 * only by spawns and destroys, and fork as usual. */
+                uintptr_t lo = (uintptr_t)c->states / ps * ps;
+                uintptr_t hi = (uintptr_t)c + page_round(bytes);
+                out[n].iov_base = (void *)lo;
+                out[n].iov_len = hi - lo;
+                if (used) {
+                    size_t u = page_round((uintptr_t)c->states + (size_t)c->n * c->stride - lo);
+                    used[n] = u < hi - lo ? u : hi - lo;
+                }
             }
             n++;
         }

@@ -35,7 +35,7 @@ static char *region(size_t len, char fill)
 static int fork_and_check(tkd_hotmem *h, struct iovec *reg, size_t n, char was, char now)
 {
     char err[128];
-    ck_assert_msg(tkd_hotmem_before_fork(h, reg, n, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tkd_hotmem_before_fork(h, reg, NULL, n, err, sizeof err) == 0, "%s", err);
     int go[2];
     ck_assert_int_eq(pipe(go), 0);
     pid_t pid = fork();
@@ -111,9 +111,9 @@ START_TEST(hotmem_regions_fork_again)
 }
 END_TEST
 
-/* Regions big enough that the copy is split between two threads (the
- * split falls inside the first region): every byte reaches the child at
- * its place. */
+/* Regions big enough that the copy is shared with a helper thread (pieces
+ * that fall inside the first region and across the two): every byte reaches
+ * the child at its place. */
 START_TEST(hotmem_big_copy_in_two_halves)
 {
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -127,7 +127,7 @@ START_TEST(hotmem_big_copy_in_two_halves)
     tkd_hotmem *h = tkd_hotmem_new();
     wait_ready(h, la + lb);
     char err[128];
-    ck_assert_msg(tkd_hotmem_before_fork(h, reg, 2, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tkd_hotmem_before_fork(h, reg, NULL, 2, err, sizeof err) == 0, "%s", err);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -153,6 +153,53 @@ START_TEST(hotmem_big_copy_in_two_halves)
 }
 END_TEST
 
+/* Only the bytes in use are copied, in pieces that cross regions: many
+ * regions of odd sizes, each with part of it in use, more than a piece in
+ * all; the child sees every byte in use at its place. */
+START_TEST(hotmem_copies_what_is_used)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    enum { N = 9 };
+    char *r[N];
+    struct iovec reg[N];
+    size_t used[N], total = 0;
+    for (size_t i = 0; i < N; i++) {
+        size_t len = (i * 97 % 300 + 1) * ps;
+        used[i] = i == 3 ? len : (i * 31 % (len / ps)) * ps; /* 0 .. all of it */
+        r[i] = region(len, 0);
+        for (size_t k = 0; k < len; k++)
+            r[i][k] = (char)((k + i * 7) % 253 + 1);
+        reg[i] = (struct iovec){r[i], len};
+        total += len;
+    }
+    tkd_hotmem *h = tkd_hotmem_new();
+    wait_ready(h, total);
+    char err[128];
+    ck_assert_msg(tkd_hotmem_before_fork(h, reg, used, N, err, sizeof err) == 0, "%s", err);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (tkd_hotmem_in_child(h) != 0)
+            _exit(3);
+        for (size_t i = 0; i < N; i++)
+            for (size_t k = 0; k < used[i]; k++)
+                if (r[i][k] != (char)((k + i * 7) % 253 + 1))
+                    _exit(4);
+        _exit(0);
+    }
+    tkd_hotmem_after_fork(h);
+    for (size_t i = 0; i < N; i++)
+        memset(r[i], 0, reg[i].iov_len);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    tkd_hotmem_free(h);
+    for (size_t i = 0; i < N; i++)
+        munmap(r[i], reg[i].iov_len);
+}
+END_TEST
+
 /* Refusals change nothing: regions not whole pages, a shadow too small. */
 START_TEST(hotmem_refusals)
 {
@@ -161,10 +208,10 @@ START_TEST(hotmem_refusals)
     tkd_hotmem *h = tkd_hotmem_new();
     char err[128];
     struct iovec odd[1] = {{a + 8, ps}};
-    ck_assert_int_eq(tkd_hotmem_before_fork(h, odd, 1, err, sizeof err), -1);
+    ck_assert_int_eq(tkd_hotmem_before_fork(h, odd, NULL, 1, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "whole pages"));
     struct iovec big[1] = {{a, 4 * ps}};
-    ck_assert_int_eq(tkd_hotmem_before_fork(h, big, 1, err, sizeof err), -1);
+    ck_assert_int_eq(tkd_hotmem_before_fork(h, big, NULL, 1, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "shadow"));
     tkd_hotmem_after_fork(h); /* nothing marked: harmless */
     tkd_hotmem_free(h);
@@ -181,6 +228,7 @@ static Suite *hotmem_suite(void)
     tcase_add_test(tc, hotmem_regions_fork_again);
     tcase_add_test(tc, hotmem_refusals);
     tcase_add_test(tc, hotmem_big_copy_in_two_halves);
+    tcase_add_test(tc, hotmem_copies_what_is_used);
     suite_add_tcase(s, tc);
     return s;
 }

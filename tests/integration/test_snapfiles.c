@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,6 +328,66 @@ START_TEST(snapfiles_save_answers_later)
 }
 END_TEST
 
+/* Entity `id`'s prop `key` in a snapshot file; *entities: how many. */
+static double saved_prop(const char *path, long long id, const char *key, size_t *entities)
+{
+    json_error_t je;
+    json_t *doc = json_load_file(path, 0, &je);
+    ck_assert_msg(doc != NULL, "%s: %s", path, je.text);
+    json_t *ents = json_object_get(doc, "entities");
+    *entities = json_array_size(ents);
+    double v = NAN;
+    size_t i;
+    json_t *e;
+    json_array_foreach(ents, i, e)
+        if (json_integer_value(json_object_get(e, "id")) == id)
+            v = json_number_value(json_object_get(json_object_get(e, "props"), key));
+    json_decref(doc);
+    return v;
+}
+
+/*
+ * A save holds exactly the requests its client sent before it: with class
+ * states big enough to be copied before the fork (20,000 movers), a save
+ * may wait for the end of the frame (the first one also for the copy's
+ * memory), and meanwhile the client's later requests wait.  A batch of
+ * world.save, entity.spawn and world.step on a paused world, three times:
+ * each file has the entities and the positions from before the batch.  The
+ * answer says what the start cost the frame thread.
+ */
+START_TEST(snapfiles_save_before_later_requests)
+{
+    tkit_daemon *d = tkit_start(NULL);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "world.pause", NULL);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"mover\",\"count\":20000,\"props\":{\"vx\":1}}");
+    const char *p = tkit_path(d, "held.json");
+    for (int round = 0; round < 3; round++) {
+        double x = tkit_getd(tkit_ok(c, "entity.get", "{\"id\":1}"), "props.x");
+        tkit_sendf(c,
+                   "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"world.save\",\"params\":{\"path\":"
+                   "\"held.json\"}},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"entity.spawn\","
+                   "\"params\":{\"class\":\"counter\"}},{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":"
+                   "\"world.step\",\"params\":{\"frames\":1}}]\n");
+        json_t *r = tkit_recv(c);
+        ck_assert_msg(json_is_array(r) && !tkit_find(r, "[0].error") &&
+                          !tkit_find(r, "[1].error") && !tkit_find(r, "[2].error"),
+                      "%s", tkit_dump(r));
+        ck_assert_int_eq(tkit_geti(r, "[0].result.entities"), 20000 + round);
+        /* the states of all but the first small chunks (in the heap) */
+        ck_assert_int_ge(tkit_geti(r, "[0].result.copied_bytes"), 18000 * 48);
+        ck_assert(tkit_getd(r, "[0].result.copy_ms") >= 0);
+        ck_assert(tkit_getd(r, "[0].result.fork_ms") > 0);
+        size_t n = 0;
+        double sx = saved_prop(p, 1, "x", &n);
+        ck_assert_int_eq((long long)n, 20000 + round);
+        ck_assert_msg(sx == x, "round %d: saved x %.17g, before the batch %.17g", round, sx, x);
+        ck_assert(tkit_getd(tkit_ok(c, "entity.get", "{\"id\":1}"), "props.x") > x);
+    }
+    tkit_finish(d);
+}
+END_TEST
+
 /* The save child holds none of the daemon's sockets: a client the daemon
  * closes sees its end of file at once, not when the save ends. */
 START_TEST(snapfiles_save_child_holds_no_socket)
@@ -398,6 +459,7 @@ static Suite *snapfiles_suite(void)
     tcase_add_test(tc, snapfiles_failed_load_keeps_world);
     tcase_add_test(tc, snapfiles_prerequisite_on_last_loads);
     tcase_add_test(tc, snapfiles_save_answers_later);
+    tcase_add_test(tc, snapfiles_save_before_later_requests);
     tcase_add_test(tc, snapfiles_save_child_holds_no_socket);
     suite_add_tcase(s, tc);
     return s;
