@@ -41,9 +41,10 @@
  * hand their callback the current instance, entity_state finds a state by id.
  *
  * Threads: every call happens on tickd's frame thread, except `check` during
- * world.load, which runs on the loading thread (it has no side effects).  A
- * world holding instances of a class with create or destroy hooks is loaded
- * on the frame thread; other worlds are built and freed aside.
+ * world.load, which runs on the loading thread (it has no side effects).
+ * world.load builds the new world aside; when it swaps it in, on the frame
+ * thread, it runs the destroy hooks of the old world's instances, then the
+ * create hooks of the loaded ones.
  *
  * A plugin exports two symbols:
  *

@@ -17,12 +17,13 @@
  *               created exclusively, non-regular files refused unopened
  *   child       world.save and autosaves written by a forked process
  *
- *   aside       world.load reads and checks its file on a thread of its
- *               own; only the apply runs on the frame thread
+ *   aside       world.load on the socket reads, checks and builds the new
+ *               world on a thread of its own; the frame thread swaps it in
+ *               and runs the create and destroy hooks of plugin classes
+ *               that may share state with their ticks
  *
- * What it deliberately does not do: build the new world itself aside and
- * swap it in (the core has one world per engine): the apply (clear and
- * rebuild, 0.5 - 3 s per million entities) is one long frame.
+ * What it deliberately does not do: apply a load on the socket in place
+ * (only load_on_start and the offline daemon do: nothing runs meanwhile).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1792,38 +1793,12 @@ struct tkd_snapload {
     tkp_ctx ctx;
     loaded L;
     tkd *d;               /* kept in restored timers' actions, not read    */
-    const tks_sim *like;  /* the running sim: its class table, read only   */
     tks_sim *aside;       /* the new world, built by the thread            */
-    bool inplace;         /* the file holds instances whose hooks must run
-                             on the frame thread: applied there instead    */
     tks_sim *old;         /* the world it replaced, to free                */
     int rc;
     char err[TKD_ERR_MAX];
     uint64_t read_ns, build_ns;
 };
-
-/* May every instance the document holds be created off the frame thread
- * (tks_class_hooks_anywhere)? */
-static bool doc_hooks_anywhere(const tks_sim *like, const doc_in *in)
-{
-    for (size_t i = 0; i < in->n_ents; i++) {
-        const tks_entity_restore *r = &in->ents[i].r;
-        const tks_class *c = tks_class_find(like, r->cls);
-        if (c && !tks_class_hooks_anywhere(c))
-            return false;
-        for (size_t k = 0; k < r->n_components; k++) {
-            c = tks_class_find(like, r->components[k].cls);
-            if (c && !tks_class_hooks_anywhere(c))
-                return false;
-        }
-    }
-    for (size_t i = 0; i < in->n_tickables; i++) {
-        const tks_class *c = tks_class_find(like, in->tickables[i].cls);
-        if (c && !tks_class_hooks_anywhere(c))
-            return false;
-    }
-    return true;
-}
 
 static void *load_thread(void *arg)
 {
@@ -1836,9 +1811,7 @@ static void *load_thread(void *arg)
         snprintf(l->err, sizeof l->err, "%s: the daemon is shutting down", l->L.path);
         l->rc = -32004;
     }
-    if (!l->rc && !doc_hooks_anywhere(l->like, &l->L.in))
-        l->inplace = true; /* applied on the frame thread, at the end */
-    else if (!l->rc) {
+    if (!l->rc) {
         char e2[TKD_ERR_MAX];
         /* A checked document does not fail to apply: a failure here is a
          * bug, and it costs nothing but this load. */
@@ -1870,7 +1843,6 @@ int tkd_snapshot_load_start(tkd *d, const char *param, tkd_snapload **out, char 
     l->env.ctx = &l->ctx;
     l->env.cancel = &l->cancel;
     l->d = d;
-    l->like = d->sim;
     l->aside = tks_new_aside(d->sim);
     atomic_init(&l->done, false);
     atomic_init(&l->cancel, false);
@@ -1952,28 +1924,26 @@ int tkd_snapshot_load_finish(tkd *d, tkd_snapload *l, json_t **info, char *err, 
         if (rc == -32603)
             tk_log_error("world.load failed after its checks (a bug): %s", l->err);
         snprintf(err, errlen, "%s", l->err);
-    } else if (l->inplace || tks_needs_frame_thread(d->sim)) {
-        /* Plugin classes whose create or destroy hooks may share state with
-         * their ticks (tks_class_hooks_anywhere): the old world is cleared
-         * and the new one built here, in one frame, as before world.load
-         * built aside. */
-        uint64_t t0 = tk_clock_now_ns();
-        rc = load_apply(d, &l->L, info, err, errlen);
-        tk_log_debug("world.load: %s read and checked aside in %.1f ms, applied on the frame "
-                     "thread in %.1f ms (plugin classes with create or destroy hooks)",
-                     l->L.path, (double)l->read_ns / 1e6, (double)(tk_clock_now_ns() - t0) / 1e6);
     } else {
+        /* The old world's instances of plugin classes whose hooks run on
+         * the frame thread only (they may share state with their ticks)
+         * are destroyed here, the new world goes in, and its instances of
+         * those classes are created: the hooks' own cost, nothing else of
+         * either world. */
         uint64_t t0 = tk_clock_now_ns();
+        size_t ended = tks_end_frame_hooks(d->sim);
         l->old = d->sim;
         d->sim = tks_swap(l->old, l->aside);
         d->world = tks_world(d->sim);
         l->aside = NULL;
+        size_t created = tks_run_deferred_creates(d->sim);
         if (info)
             *info = info_json(l->L.path, l->L.len, &l->L.counts);
         tk_log_debug("world.load: %s read and checked aside in %.1f ms, built in %.1f ms, "
-                     "swapped in in %.3f ms",
+                     "swapped in in %.3f ms (%zu destroy and %zu create hooks on the frame "
+                     "thread)",
                      l->L.path, (double)l->read_ns / 1e6, (double)l->build_ns / 1e6,
-                     (double)(tk_clock_now_ns() - t0) / 1e6);
+                     (double)(tk_clock_now_ns() - t0) / 1e6, ended, created);
     }
     free_aside(l);
     return rc;

@@ -106,11 +106,12 @@ int tkd_snapshot_load(tkd *d, const char *path, json_t **info, char *err, size_t
 /*
  * A load read aside (world.load on the socket): tkd_snapshot_load_start
  * resolves the path (errors at once: a JSON-RPC code and err) and starts a
- * thread that reads, parses and checks the file while frames run; it reads
- * nothing of the world but the class table.  Once tkd_snapshot_load_done,
- * tkd_snapshot_load_finish (frame thread, at a frame boundary) applies it, or
- * returns the reading's error, exactly as tkd_snapshot_load would; it frees
- * the load.  tkd_snapshot_load_cancel stops the thread and frees it, the
+ * thread that reads, parses and checks the file and builds the new world
+ * while frames run; it reads nothing of the running world but the class
+ * table.  Once tkd_snapshot_load_done, tkd_snapshot_load_finish (frame
+ * thread, at a frame boundary) swaps it in (with the plugin create and
+ * destroy hooks that must run on the frame thread), or returns the reading's
+ * error, exactly as tkd_snapshot_load would; it frees the load aside.  tkd_snapshot_load_cancel stops the thread and frees it, the
  * world untouched (shutdown).
  */
 typedef struct tkd_snapload tkd_snapload;

@@ -28,7 +28,7 @@ tkp_ctx tks__ctx(tks_sim *s, const tk_tick_ctx *tc)
 void tks__obj_fini(tks_sim *s, tks_obj *o)
 {
     const tks_class *c = tks_obj_class(o);
-    if (c->p->destroy) {
+    if (c->p->destroy && !(s->frame_hooks_off && tks__frame_only(c))) {
         tkp_ctx ctx = tks__ctx(s, NULL);
         c->p->destroy(o, &ctx);
     }

@@ -135,6 +135,38 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
     return 0;
 }
 
+/* Which create hooks create_entity runs. */
+enum { CREATE_ALL, CREATE_ANYWHERE, CREATE_FRAME_ONLY };
+
+static bool create_wanted(const tks_class *c, int which)
+{
+    return which == CREATE_ALL || tks__frame_only(c) == (which == CREATE_FRAME_ONLY);
+}
+
+/* Run the create hooks of entity id's actor and then its components, of
+ * the classes `which` asks for; true if it left one of another class. */
+static bool create_entity(tks_sim *s, tks_id id, const tkp_ctx *ctx, int which)
+{
+    bool left = false;
+    tks_obj *e = tks__entity(s, id);
+    if (!e)
+        return false;
+    const tks_class *c = tks_obj_class(e);
+    if (c->p->create && create_wanted(c, which))
+        c->p->create(e, ctx);
+    else if (c->p->create)
+        left = true;
+    for (size_t k = 0; (e = tks__entity(s, id)) && k < tks__n_comps(s, e); k++) {
+        tks_obj *o = tks__comp(s, e, (int)k);
+        c = tks_obj_class(o);
+        if (c->p->create && create_wanted(c, which))
+            c->p->create(o, ctx);
+        else if (c->p->create)
+            left = true;
+    }
+    return left;
+}
+
 void tks_restore_done(tks_sim *s)
 {
     tkp_ctx ctx = tks__ctx(s, NULL);
@@ -142,14 +174,109 @@ void tks_restore_done(tks_sim *s)
     tks__iter_begin(s, &it);
     for (tks_obj *e; (e = tks__iter_next(s, &it));) {
         tks_id id = e->id;
-        const tks_class *c = tks_obj_class(e);
-        if (c->p->create)
-            c->p->create(e, &ctx);
-        for (size_t k = 0; (e = tks__entity(s, id)) && k < tks__n_comps(s, e); k++) {
-            tks_obj *o = tks__comp(s, e, (int)k);
-            if (tks_obj_class(o)->p->create)
-                tks_obj_class(o)->p->create(o, &ctx);
+        if (!s->defer_creates) {
+            create_entity(s, id, &ctx, CREATE_ALL);
+            continue;
+        }
+        /* Built aside: the frame-thread classes' creates later, in this
+         * order (tks_run_deferred_creates). */
+        if (create_entity(s, id, &ctx, CREATE_ANYWHERE)) {
+            if (s->n_later == s->cap_later) {
+                s->cap_later = s->cap_later ? s->cap_later * 2 : 64;
+                s->later = tk_realloc(s->later, s->cap_later * sizeof *s->later);
+            }
+            s->later[s->n_later++] = id;
         }
     }
     tks__iter_end(s, &it);
+}
+
+size_t tks_run_deferred_creates(tks_sim *s)
+{
+    size_t n = s->n_later + s->n_later_tb;
+    s->defer_creates = false;
+    s->frame_hooks_off = false;
+    tkp_ctx ctx = tks__ctx(s, NULL);
+    for (size_t i = 0; i < s->n_later; i++)
+        create_entity(s, s->later[i], &ctx, CREATE_FRAME_ONLY);
+    for (size_t i = 0; i < s->n_later_tb; i++) {
+        tk_tickable_info info;
+        if (tk_tickable_get(s->w, s->later_tb[i], &info) == 0 && info.ud) {
+            tks_tickable *t = info.ud;
+            t->cls->p->create(&t->obj, &ctx);
+        }
+    }
+    tk_free(s->later);
+    tk_free(s->later_tb);
+    s->later = NULL;
+    s->later_tb = NULL;
+    s->n_later = s->cap_later = s->n_later_tb = s->cap_later_tb = 0;
+    return n;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    tks_id x = *(const tks_id *)a, y = *(const tks_id *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t tks_end_frame_hooks(tks_sim *s)
+{
+    size_t n = 0;
+    s->frame_hooks_off = true; /* tks_free skips them from now on */
+    tkp_ctx ctx = tks__ctx(s, NULL);
+    for (size_t i = 0; i < s->n_tickables; i++) {
+        tk_tickable_info info;
+        if (tk_tickable_get(s->w, s->tickables[i], &info) != 0 || !info.ud)
+            continue;
+        tks_tickable *t = info.ud;
+        if (t->cls->p->destroy && tks__frame_only(t->cls)) {
+            t->cls->p->destroy(&t->obj, &ctx);
+            n++;
+        }
+    }
+    /* The entities with such an actor or component, from those classes'
+     * rows, in id order. */
+    tks_id *ids = NULL;
+    size_t k = 0, cap = 0;
+    for (size_t ci = 0; ci < s->n_classes; ci++) {
+        const tks_class *c = s->classes[ci];
+        if (!c->p->destroy || !tks__frame_only(c) || !c->store.live)
+            continue;
+        for (size_t h = 0; h < c->store.n_chunks; h++) {
+            const tks_chunk *ch = c->store.chunks[h];
+            for (uint32_t r = 0; r < ch->n; r++) {
+                if (ch->hdr[r].flags & TKS_OBJ_DEAD)
+                    continue;
+                if (k == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    ids = tk_realloc(ids, cap * sizeof *ids);
+                }
+                ids[k++] = ch->hdr[r].id;
+            }
+        }
+    }
+    qsort(ids, k, sizeof *ids, cmp_id);
+    for (size_t i = 0; i < k; i++) {
+        if (i > 0 && ids[i] == ids[i - 1])
+            continue;
+        tks_obj *e = tks__entity(s, ids[i]);
+        if (!e)
+            continue;
+        for (size_t c = 0; c < tks__n_comps(s, e); c++) {
+            tks_obj *o = tks__comp(s, e, (int)c);
+            const tks_class *oc = tks_obj_class(o);
+            if (oc->p->destroy && tks__frame_only(oc)) {
+                oc->p->destroy(o, &ctx);
+                n++;
+            }
+        }
+        const tks_class *ec = tks_obj_class(e);
+        if (ec->p->destroy && tks__frame_only(ec)) {
+            ec->p->destroy(e, &ctx);
+            n++;
+        }
+    }
+    tk_free(ids);
+    return n;
 }

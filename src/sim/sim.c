@@ -92,6 +92,10 @@ tks_sim *tks_new_aside(const tks_sim *like)
     }
     s->on_destroy = like->on_destroy;
     s->on_destroy_ud = like->on_destroy_ud;
+    /* Creates of classes whose hooks run on the frame thread only wait for
+     * tks_run_deferred_creates; until then no destroy of theirs either. */
+    s->defer_creates = true;
+    s->frame_hooks_off = true;
     return s;
 }
 
@@ -162,28 +166,14 @@ void tks_free(tks_sim *s)
     for (size_t i = 0; i < s->n_handles; i++)
         dlclose(s->handles[i]);
     tk_free(s->handles);
+    tk_free(s->later);
+    tk_free(s->later_tb);
     tk_free(s);
 }
 
 bool tks_class_hooks_anywhere(const tks_class *c)
 {
     return strcmp(c->origin, "built-in") == 0 || (!c->p->create && !c->p->destroy);
-}
-
-bool tks_needs_frame_thread(const tks_sim *s)
-{
-    for (size_t i = 0; i < s->n_classes; i++) {
-        const tks_class *c = s->classes[i];
-        if (!tks_class_hooks_anywhere(c) && c->store.live)
-            return true;
-    }
-    for (size_t i = 0; i < s->n_tickables; i++) {
-        tk_tickable_info info;
-        if (tk_tickable_get(s->w, s->tickables[i], &info) == 0 && info.ud &&
-            !tks_class_hooks_anywhere(((const tks_tickable *)info.ud)->cls))
-            return true;
-    }
-    return false;
 }
 
 void tks__keep_handle(tks_sim *s, void *handle)

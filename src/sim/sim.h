@@ -121,21 +121,39 @@ void tks_free(tks_sim *s);
  * only reads (its class table is fixed once plugins are loaded), so it may
  * run on another thread while `like` runs frames.  Restore into it with the
  * tks_restore_* calls and tkd's timer restore, on that one thread; class
- * check and create hooks run there (see tks_class_hooks_anywhere).  tks_swap, between frames on the
- * frame thread, makes it the engine's (tk_engine_swap_world), gives it the
- * core-ticker pass and the plugin libraries, and returns it; `live` is left
- * detached with the old world: tks_free it, on any thread (its classes'
- * destroy hooks run there: see tks_class_hooks_anywhere).
+ * check hooks run there, and create hooks of the classes whose hooks may run
+ * anywhere (tks_class_hooks_anywhere); the others' creates wait for
+ * tks_run_deferred_creates.  tks_swap, between frames on the frame thread,
+ * makes it the engine's (tk_engine_swap_world), gives it the core-ticker
+ * pass and the plugin libraries, and returns it; `live` is left detached
+ * with the old world: tks_free it, on any thread, once tks_end_frame_hooks
+ * ran (its other classes' destroy hooks run there).
  */
 tks_sim *tks_new_aside(const tks_sim *like);
 tks_sim *tks_swap(tks_sim *live, tks_sim *aside);
 /* May c's create and destroy hooks run off the frame thread (world.load
  * building or freeing a world aside)?  A built-in class's, and a class
  * without those hooks.  Other plugin classes' hooks may share state with
- * their ticks: their instances are loaded and cleared on the frame thread. */
+ * their ticks: they run on the frame thread only. */
 bool tks_class_hooks_anywhere(const tks_class *c);
-/* Does the world hold an instance of a class for which that is false? */
-bool tks_needs_frame_thread(const tks_sim *s);
+/*
+ * Frame thread, once a sim built aside is live (after tks_swap): the create
+ * hooks its restores left (classes whose hooks run on the frame thread
+ * only), in the order they would have run: entities in id order, an actor
+ * before its components, then tickables in their restore order.  Their
+ * cost is the hooks' own (the world was built aside).  Returns how many
+ * ran.  Until then tks_free of that sim runs none of those classes' destroy
+ * hooks (a load that failed or was cancelled never created them).
+ */
+size_t tks_run_deferred_creates(tks_sim *s);
+/*
+ * Frame thread, before a live sim is replaced and freed aside: the destroy
+ * hooks of its instances of classes whose hooks run on the frame thread
+ * only, in the order tks_free runs them (tickables, then entities in id
+ * order, components before their actor); tks_free then skips them.  Costs a
+ * walk of those classes' rows and the hooks.  Returns how many ran.
+ */
+size_t tks_end_frame_hooks(tks_sim *s);
 void tks_set_max_entities(tks_sim *s, uint64_t max);
 /* Limits a spawn is checked against before it creates anything (-32003,
  * naming the key): world.max_tick_functions and world.max_template_bytes. */

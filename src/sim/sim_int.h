@@ -255,7 +255,19 @@ struct tks_sim {
     size_t n_handles;
     void (*on_destroy)(void *ud, tks_id id);
     void *on_destroy_ud;
+    /* create and destroy hooks of classes whose hooks run on the frame
+     * thread only (tks_class_hooks_anywhere false), for world.load: */
+    bool defer_creates;        /* built aside: restores leave those creates ... */
+    tks_id *later;             /* ... for tks_run_deferred_creates: entities,   */
+    size_t n_later, cap_later; /*     in the order they would have run          */
+    tk_tickable_id *later_tb;  /*     and tickables                             */
+    size_t n_later_tb, cap_later_tb;
+    bool frame_hooks_off;      /* tks_free runs none of those destroy hooks (they
+                                  ran already, or their creates never did)     */
 };
+
+/* May class c's hooks run on this thread?  (tks_class_hooks_anywhere) */
+static inline bool tks__frame_only(const tks_class *c) { return !tks_class_hooks_anywhere(c); }
 
 /* The sim of a world (kept as the world's user pointer). */
 static inline tks_sim *tks_of_world(tk_world_t *w) { return tk_world_user(w); }

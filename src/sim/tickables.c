@@ -68,7 +68,14 @@ static void tickable_created(tks_sim *s, tks_tickable *t, tk_tickable_id id)
 {
     t->id = id;
     tks__remember_tickable(s, id);
-    if (t->cls->p->create) {
+    if (t->cls->p->create && s->defer_creates && tks__frame_only(t->cls)) {
+        /* Built aside: on the frame thread, once live (tks_run_deferred_creates). */
+        if (s->n_later_tb == s->cap_later_tb) {
+            s->cap_later_tb = s->cap_later_tb ? s->cap_later_tb * 2 : 16;
+            s->later_tb = tk_realloc(s->later_tb, s->cap_later_tb * sizeof *s->later_tb);
+        }
+        s->later_tb[s->n_later_tb++] = id;
+    } else if (t->cls->p->create) {
         tkp_ctx ctx = tks__ctx(s, NULL);
         t->cls->p->create(&t->obj, &ctx);
     }

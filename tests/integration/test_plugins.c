@@ -963,6 +963,56 @@ START_TEST(plugins_tickable_load)
 END_TEST
 
 /*
+ * world.load of a world of probes (a plugin class whose create and destroy
+ * hooks share state with its ticks) over another world of probes: the new
+ * world is built aside and swapped in, and the hooks run on the frame
+ * thread only (the probes count any call off it), each instance's once:
+ * the old world's probes destroyed, the file's created (their timers run
+ * in the new world).  The debug log says how many hooks the swap ran.
+ */
+START_TEST(plugins_hooked_load_aside)
+{
+    enum { N = 2000 };
+    const char *cfg[] = {both(), "log.level=debug", NULL};
+    tkit_opts o = {.config = cfg};
+    tkit_daemon *d = tkit_start(&o);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "world.pause", NULL);
+    long long p = spawn(c, fmt("{\"class\":\"probe\",\"count\":%d,\"props\":{\"level\":1,"
+                               "\"timer_rate\":0.01}}",
+                               N));
+    spawn(c, fmt("{\"class\":\"counter\",\"count\":%d,\"components\":[{\"class\":\"probe\"}]}", N));
+    tickable(c, "{\"class\":\"probe\"}");
+    long long t = tickable(c, "{\"class\":\"tally\"}");
+    step(c, 1);
+    const char *s = tkit_path(d, "hooked.json");
+    tkit_ok(c, "world.save", "{\"path\":\"%s\"}", s);
+    /* Another world of probes: half the actors gone, new ones. */
+    tkit_ok(c, "entity.destroy", "{\"first\":%lld,\"count\":%d}", p, N / 2);
+    spawn(c, "{\"class\":\"probe\",\"count\":300}");
+    step(c, 1);
+    json_t *tp = tprops(c, t);
+    long long created = tkit_geti(tp, "created"), destroyed = tkit_geti(tp, "destroyed");
+    long long live = tkit_geti(tp, "live");
+    ck_assert_int_eq(live, N / 2 + 300 + N + 1);
+    tkit_ok(c, "world.load", "{\"path\":\"%s\"}", s);
+    step(c, 3);
+    tp = tprops(c, t);
+    ck_assert_msg(tkit_geti(tp, "live") == 2 * N + 1 &&
+                      tkit_geti(tp, "created") - created == 2 * N + 1 &&
+                      tkit_geti(tp, "destroyed") - destroyed == live &&
+                      tkit_geti(tp, "off_thread") == 0,
+                  "after the load (before: %lld created, %lld destroyed, %lld live): %s", created,
+                  destroyed, live, tkit_dump(tp));
+    ck_assert_int_ge(count(c, p, "timer_fires"), 1);
+    ck_assert_ptr_nonnull(strstr(tkit_stderr(d), fmt("(%lld destroy and %d create hooks on the "
+                                                      "frame thread)",
+                                                      live, 2 * N + 1)));
+    tkit_finish(d);
+}
+END_TEST
+
+/*
  * String and id-list props: typed, limited, checked by the class through
  * api->prop_string / prop_ids, kept across set_props (props_changed sees the
  * old string), copied by "self" spawns and saved in snapshots.
@@ -1440,6 +1490,7 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, plugins_self_spawn_unset_spawn);
     tcase_add_test(tc, plugins_tickable_destroy_hook);
     tcase_add_test(tc, plugins_tickable_load);
+    tcase_add_test(tc, plugins_hooked_load_aside);
     tcase_add_test(tc, plugins_tickable_timer);
     tcase_add_test(tc, plugins_string_and_ids_props);
     tcase_add_test(tc, plugins_serial_after_load);

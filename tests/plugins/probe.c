@@ -20,11 +20,14 @@
  *           `props_changed` counts changes, keeps the old level and the
  *           length of the old label, and restarts the timer
  *           (api->timer_clear) when `timer_rate` changed;
- *           `destroy` counts.  `spare`, a second spawn prop, is never used:
+ *           `destroy` counts (create, destroy and props_changed also count
+ *           the calls that came on a thread other than the one that loaded
+ *           the plugin, tickd's frame thread).  `spare`, a second spawn
+ *           prop, is never used:
  *           it shows how an unset spawn prop travels (copies, snapshots).
  *           No batch form: it spawns from its tick.
  *   tally   each tick copies the process-wide counts of probe creates and
- *           destroys, and walks every live probe (api->for_each) for their
+ *           destroys (and off_thread), and walks every live probe (api->for_each) for their
  *           number, the sum of their levels and whether they came in entity
  *           id order with tickables last.  It has a batch form, which
  *           counts its ticks in `batched` and, in `bad_runs`, the ones whose
@@ -36,6 +39,7 @@
  * tally reports how often either went back (world.load rewinds the frame,
  * never the serial).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,6 +109,16 @@ static const tkp_class probe_class;
 
 /* Creates and destroys of probe instances in this process. */
 static uint64_t g_created, g_destroyed;
+/* The thread that loaded the plugin (tickd's frame thread), and the create,
+ * destroy and props_changed calls that came on another one. */
+static pthread_t g_frame_thread;
+static uint64_t g_off_thread;
+
+static void on_frame_thread(void)
+{
+    if (!pthread_equal(pthread_self(), g_frame_thread))
+        g_off_thread++;
+}
 /* ctx->frame and ctx->serial of the last probe tick, and how often a tick saw
  * a smaller one than the tick before. */
 static uint64_t g_frame, g_serial, g_frame_back, g_serial_back;
@@ -160,6 +174,7 @@ static void probe_create(tkp_obj *o, const tkp_ctx *c)
     p->class_ok = c->api->class_of(o) == &probe_class;
     start_timer(p, o, c);
     g_created++;
+    on_frame_thread();
 }
 
 static void probe_tick(tkp_obj *o, float dt, const tkp_ctx *c)
@@ -199,6 +214,7 @@ static void probe_props_changed(tkp_obj *o, const void *old, const tkp_ctx *c)
 {
     const probe *was = old;
     probe *p = c->api->state(o);
+    on_frame_thread();
     p->changes++;
     p->old_level = was->level;
     p->old_label_len = strlen(was->label);
@@ -209,7 +225,11 @@ static void probe_props_changed(tkp_obj *o, const void *old, const tkp_ctx *c)
     }
 }
 
-static void probe_destroy(tkp_obj *o, const tkp_ctx *c) { g_destroyed++; }
+static void probe_destroy(tkp_obj *o, const tkp_ctx *c)
+{
+    g_destroyed++;
+    on_frame_thread();
+}
 
 static const tkp_class probe_class = {
     .abi = TICKD_PLUGIN_ABI,
@@ -238,6 +258,8 @@ typedef struct tally {
     uint64_t batched;          /* ticks through tally_batch                    */
     uint64_t bad_runs;         /* of those, ticks whose run state was not the
                                   instance's (api->state)                      */
+    uint64_t off_thread;       /* probe create, destroy and props_changed
+                                  calls off the frame thread (process-wide)  */
 } tally;
 
 static const tkp_prop tally_props[] = {
@@ -250,6 +272,7 @@ static const tkp_prop tally_props[] = {
     {"serial_back", TKP_PROP_COUNT, offsetof(tally, serial_back), 0, 0, 1e15, false},
     {"batched", TKP_PROP_COUNT, offsetof(tally, batched), 0, 0, 1e15, false},
     {"bad_runs", TKP_PROP_COUNT, offsetof(tally, bad_runs), 0, 0, 1e15, false},
+    {"off_thread", TKP_PROP_COUNT, offsetof(tally, off_thread), 0, 0, 1e15, false},
 };
 
 typedef struct walk {
@@ -278,6 +301,7 @@ static void tally_tick(tkp_obj *o, float dt, const tkp_ctx *c)
     tally *t = c->api->state(o);
     t->created = g_created;
     t->destroyed = g_destroyed;
+    t->off_thread = g_off_thread;
     t->frame_back = g_frame_back;
     t->serial_back = g_serial_back;
     t->live = 0;
@@ -327,6 +351,7 @@ int tickd_plugin_init(const tkp_api *api, char *err, size_t errlen)
         snprintf(err, errlen, "host api table is incomplete or of another ABI");
         return -1;
     }
+    g_frame_thread = pthread_self();
     return 0;
 }
 
