@@ -27,6 +27,7 @@
 #include "snapshot.h"
 
 #define DRAIN_MARGIN_NS 500000ull /* stop running requests this long before it */
+#define JOB_SLICE_NS 2000000ull   /* requests in slices between two socket passes */
 
 /* ---- events ---------------------------------------------------------------- */
 
@@ -275,6 +276,31 @@ static void wait_hook(void *ud, uint64_t deadline)
     }
     uint64_t now = tk_clock_now_ns();
     tkd_notify_watchdog(&d->notify, now); /* a long idle wait between frames */
+    if (!d->reload && tkd_jobs_ready(d) && deadline > now + DRAIN_MARGIN_NS) {
+        /* A request in slices can go on: the idle time is its, in slices
+         * of JOB_SLICE_NS with a pass over the sockets between them, to
+         * the drain margin before the deadline (the engine calls again
+         * for the rest of the wait). */
+        tkd_server_set_deadline(d->srv, deadline);
+        d->idle_deadline_ns = deadline;
+        do {
+            event_base_loop(d->base, EVLOOP_NONBLOCK);
+            uint64_t until = now + JOB_SLICE_NS + DRAIN_MARGIN_NS;
+            drain_between_frames(d, until < deadline ? until : deadline);
+            tkd_server_flush(d->srv);
+            now = tk_clock_now_ns();
+        } while (tkd_jobs_ready(d) && now + DRAIN_MARGIN_NS < deadline && !d->shutdown);
+        d->idle_deadline_ns = 0;
+        account_io(d);
+        if (now + DRAIN_MARGIN_NS < deadline)
+            return; /* done with time left: the engine waits as usual */
+        tkd_server_set_deadline(d->srv, deadline);
+        event_base_loop(d->base, EVLOOP_NONBLOCK);
+        tkd_server_flush(d->srv);
+        account_io(d);
+        tk_clock_sleep_until(deadline, TK_CLOCK_SPIN_NS);
+        return;
+    }
     if (deadline > now + TK_CLOCK_SPIN_NS) {
         uint64_t ns = deadline - now - TK_CLOCK_SPIN_NS;
         uint64_t ping = tkd_notify_watchdog_due(&d->notify);

@@ -135,6 +135,8 @@ json_t *tkd_stats_json(tkd *d);
 /* Run the requests done in slices (methods.c) until `deadline_ns`; true
  * while some remain. */
 bool tkd_jobs_run(tkd *d, uint64_t deadline_ns);
+/* Can a request in slices go on now (not a load whose file is still read)? */
+bool tkd_jobs_ready(const tkd *d);
 
 /* Frame-boundary hooks of methods.c for answered-later requests. */
 void tkd_methods_post_frame(tkd *d, const tk_frame_info *f);

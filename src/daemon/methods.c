@@ -373,6 +373,11 @@ static bool jobs_run(tkd *d, uint64_t deadline)
         if (tk_clock_now_ns() >= deadline)
             break;
     }
+    return tkd_jobs_ready(d);
+}
+
+bool tkd_jobs_ready(const tkd *d)
+{
     return d->jobs != NULL &&
            !(d->jobs->kind == JOB_LOAD && !tkd_snapshot_load_done(d->jobs->load));
 }
