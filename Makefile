@@ -35,10 +35,12 @@ CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wno-unused-parameter
 OPT      ?= -O2 -g
+# float-cast-overflow: not in gcc's "undefined" (clang's has it: the fuzz
+# build found a negative default converted to an unsigned integer).
 ifeq ($(SAN),1)
-OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-            -fno-sanitize-recover=undefined
-SANLD    := -fsanitize=address,undefined
+OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow \
+            -fno-sanitize-recover=undefined,float-cast-overflow
+SANLD    := -fsanitize=address,undefined,float-cast-overflow
 endif
 ifeq ($(SAN),thread)
 OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
@@ -85,6 +87,13 @@ FUZZ_RSS_MB    ?= 2048
 FUZZ_MALLOC_MB ?= 256
 FUZZ_BUILD   := build/fuzz
 FUZZ_FLAGS   := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+# The core and the entity layer are built for fuzzing without comparison
+# tracing (trace-cmp: a call per comparison, for the mutator's table of
+# compared values): their comparisons are of ids, counters and indexes in
+# hot loops, not of input bytes; edge coverage stays.  The daemon's
+# parsers (requests, params, config, snapshots) keep it.  The request
+# target runs a quarter faster for it.
+NOCMP_FUZZ   := src/core/% src/sim/%
 REPLAY_BIN   := $(if $(FUZZ_SRC),$(BUILD)/tests/fuzz/replay)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -159,7 +168,7 @@ deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(if $(filter src/core/%,$<),,$(call PC_CFLAGS,$(DAEMON_PKGS) check)) -c $< -o $@
+	$(CC) $(CFLAGS) $(if $(filter src/core/%,$<),,$(call PC_CFLAGS,$(DAEMON_PKGS) check)) $(if $(filter $(NOCMP_SRC),$<),$(NOCMP_FLAGS)) -c $< -o $@
 
 $(LIBTICKD): $(call obj,$(CORE_SRC))
 	@mkdir -p $(dir $@)
@@ -261,6 +270,7 @@ $(BUILD)/tests/fuzz/replay: $(call obj,tests/fuzz/replay.c $(FUZZ_SRC)) $(LIBDAE
 fuzzbins: deps
 	@command -v clang >/dev/null || { echo "fuzz: clang is needed (apt-get install clang)" >&2; exit 1; }
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang SAN= OPT="-O1 -g $(FUZZ_FLAGS)" \
+	  NOCMP_SRC="$(NOCMP_FUZZ)" NOCMP_FLAGS=-fno-sanitize-coverage=trace-cmp \
 	  $(FUZZ_BUILD)/libtickd.a $(FUZZ_BUILD)/libtickdd.a \
 	  $(foreach n,$(FUZZ_NAMES),$(FUZZ_BUILD)/obj/tests/fuzz/fuzz_$(n).o) \
 	  $(FUZZ_BUILD)/obj/tests/fuzz/libfuzzer.o

@@ -463,7 +463,9 @@ static int check_rows(const json_t *obj, const tkd_field *fields, const char *pa
             if (f->flags & TKD_F_REQUIRED)
                 return werr(e, &w, "required");
             if (out && (f->flags & TKD_F_DEFAULT)) {
-                out->u = (uint64_t)f->def;
+                /* A negative default (a number's) has no unsigned form:
+                 * converting it would be undefined. */
+                out->u = f->def >= 0 && f->def < 0x1p64 ? (uint64_t)f->def : 0;
                 out->num = f->def;
                 out->b = f->def != 0;
                 out->str = f->def_str;
