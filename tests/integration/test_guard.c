@@ -3,10 +3,12 @@
  * through the real daemon: listings come in pages and never past what a
  * reply may hold (control.max_output), idle clients and half-sent lines do
  * not hold connections forever, logs cannot be flooded, and a client's
- * held requests are bounded (control.max_input).
+ * held requests, answered-later calls included, are bounded
+ * (control.max_input), and the read-only socket refuses what changes the
+ * world or stops the daemon, in batches too.
  *
  * The slow attacks (millions of entities, floods measured by frame gaps)
- * are in `make hostile` (scripts/hostile.sh), not here.
+ * are in `make hostile` (bench/bench_daemon.c --hostile), not here.
  */
 #include <check.h>
 #include <signal.h>
@@ -235,6 +237,18 @@ START_TEST(guard_readonly_socket)
                                  : tkit_err(ro, -32005, "read-only", denied[i][0], NULL);
         (void)e;
     }
+    /* a batch is checked member by member: the read-only ones answer, the
+     * rest are refused, and the daemon does not stop */
+    tkit_conn *ro2 = tkit_connect_path(path); /* ro gets stats events */
+    ck_assert_ptr_nonnull(ro2);
+    tkit_sendf(ro2, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"engine.info\"},"
+                   "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"engine.shutdown\"},"
+                   "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"world.save\"}]\n");
+    json_t *b = tkit_recv(ro2);
+    ck_assert_msg(json_is_array(b) && json_array_size(b) == 3, "%s", tkit_dump(b));
+    ck_assert_ptr_nonnull(tkit_find(b, "[0].result"));
+    ck_assert_int_eq(tkit_geti(b, "[1].error.code"), -32005);
+    ck_assert_int_eq(tkit_geti(b, "[2].error.code"), -32005);
     /* nothing changed, the daemon still runs, the admin socket still may */
     ck_assert_int_eq(tkit_geti(tkit_ok(admin, "world.status", NULL), "entities"), 3);
     ck_assert_int_eq(tkit_getb(tkit_ok(admin, "world.status", NULL), "paused"), 0);
@@ -245,6 +259,65 @@ START_TEST(guard_readonly_socket)
 }
 END_TEST
 
+
+/*
+ * Answered-later calls cannot hold unbounded memory: world.step calls on a
+ * paused world wait for frames while they keep only their id and method,
+ * and their ids count against control.max_input (a 64 KiB string id each,
+ * 1 MiB allowed: the rest are refused with -32003 at once).  Repeated ones
+ * carrying 256 KiB each used to grow memory without bound.
+ */
+START_TEST(guard_deferred_calls_bounded)
+{
+    enum { CALLS = 40, ID_BYTES = 64 * 1024 };
+    static const char *const cfg[] = {"control.max_input=1M", NULL};
+    tkit_opts o = {.config = cfg};
+    tkit_daemon *d = tkit_start(&o);
+    tkit_conn *c = tkit_connect(d);
+    tkit_conn *other = tkit_connect(d);
+    tkit_ok(c, "world.pause", NULL);
+    char *id = malloc(ID_BYTES + 1);
+    ck_assert(id != NULL);
+    for (int i = 0; i < CALLS; i++) {
+        memset(id, 'a' + i % 26, ID_BYTES);
+        snprintf(id + ID_BYTES - 8, 9, "%08d", i);
+        tkit_sendf(c,
+                   "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"world.step\","
+                   "\"params\":{\"frames\":1000000000}}\n",
+                   id);
+    }
+    free(id);
+    /* The refusals answer at once, in order, before a last request's answer
+     * (itself refused or not); the calls that wait answer when stopped. */
+    tkit_sendf(c, "{\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"engine.info\"}\n");
+    int refused = 0, got = 0;
+    for (;;) {
+        json_t *r = tkit_recv(c);
+        const char *rid = json_string_value(json_object_get(r, "id"));
+        if (rid && !strcmp(rid, "last"))
+            break;
+        got++;
+        tkit_assert_error(r, TKIT_LIMIT, "control.max_input");
+        refused++;
+    }
+    int waiting = CALLS - refused;
+    ck_assert_msg(refused >= 1 && waiting >= 1 && waiting <= 16,
+                  "%d world.step calls refused, %d waiting (1 MiB of 64 KiB ids)", refused,
+                  waiting);
+    json_t *st = tkit_ok(other, "world.step_stop", NULL);
+    (void)st;
+    for (int i = 0; i < waiting; i++) {
+        json_t *r = tkit_recv(c);
+        ck_assert_msg(tkit_getb(r, "result.stopped"), "%s", tkit_dump(r));
+    }
+    ck_assert_int_eq(got, refused);
+    /* Given back: a new one waits again. */
+    long long k = tkit_send_request(c, "world.step", "{\"frames\":1000000000}");
+    tkit_ok(other, "world.step_stop", NULL);
+    ck_assert(tkit_getb(tkit_recv_id(c, k), "result.stopped"));
+    tkit_finish(d);
+}
+END_TEST
 
 /* Past [world] max_memory, what grows the world is refused; the rest works. */
 START_TEST(guard_max_memory)
@@ -289,6 +362,7 @@ static Suite *guard_suite(void)
     tcase_add_test(tc, guard_log_flood_suppressed);
     tcase_add_test(tc, guard_readonly_socket);
     tcase_add_test(tc, guard_max_memory);
+    tcase_add_test(tc, guard_deferred_calls_bounded);
     suite_add_tcase(s, tc);
     return s;
 }
