@@ -768,7 +768,24 @@ static bool conn_write_all(conn *c, const char *s, size_t n, uint64_t deadline)
  * result, owned by the caller, or NULL after saying why on stderr (an
  * error answer, a timeout, a closed connection, a malformed answer).
  */
+static json_t *conn_call_msg(conn *c, const char *method, const char *params, uint64_t deadline,
+                             bool whole);
+
 static json_t *conn_call(conn *c, const char *method, const char *params, uint64_t deadline)
+{
+    return conn_call_msg(c, method, params, deadline, false);
+}
+
+/* As conn_call, but the whole answer (result or error; NULL only when
+ * none came). */
+static json_t *conn_call_answer(conn *c, const char *method, const char *params,
+                                uint64_t deadline)
+{
+    return conn_call_msg(c, method, params, deadline, true);
+}
+
+static json_t *conn_call_msg(conn *c, const char *method, const char *params, uint64_t deadline,
+                             bool whole)
 {
     char line[1024];
     unsigned long long id = c->next_id++;
@@ -812,6 +829,8 @@ static json_t *conn_call(conn *c, const char *method, const char *params, uint64
             json_decref(m);
             return NULL;
         }
+        if (whole)
+            return m;
         json_t *res = json_object_get(m, "result");
         if (!res) {
             json_t *e = json_object_get(m, "error");
@@ -1717,6 +1736,7 @@ static void movers(bench *b)
 #define HOSTILE_TIMERS      200000
 #define HOSTILE_SPAWN       2000000
 #define HOSTILE_CHAIN       25000 /* reverse prerequisite chain              */
+#define HOSTILE_LOAD_CHAIN  80000 /* loaded entities waiting for the last one */
 #define HOSTILE_WATCHDOG_MS 10000
 
 static int hostile_failed, hostile_passed;
@@ -1872,11 +1892,64 @@ static void hostile_check(proc *p, const char *attack, bool attack_ok)
     observer_take(hostile_obs);
 }
 
+/* Write `text` to <dir>/<name> (tracked for cleanup); false on failure. */
+static bool hostile_file(bench *b, const char *name, const char *text, size_t len)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%.255s/%s", b->dir, name);
+    track_file(path);
+    FILE *f = fopen(path, "w");
+    bool ok = f && fwrite(text, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = false;
+    return ok;
+}
+
+/* A paused world's snapshot of `n` counters, each waiting for the last one
+ * (that load took 12 - 32 s when it was quadratic); 1 KiB a counter. */
+static char *hostile_chain_doc(int n, size_t *len)
+{
+    size_t cap = (size_t)n * 128 + 512, k = 0;
+    char *t = tk_malloc(cap);
+    k += (size_t)snprintf(t + k, cap - k,
+                          "{\"format\":\"tickd-snapshot\",\"version\":1,\"world\":{\"paused\":"
+                          "true},\"entities\":[");
+    for (int i = 1; i <= n; i++)
+        k += (size_t)snprintf(t + k, cap - k,
+                              "%s{\"id\":%d,\"class\":\"counter\",\"tick\":{\"prerequisites\":"
+                              "%s}}",
+                              i > 1 ? "," : "", i, i < n ? "[{\"id\":HOSTILE_LAST}]" : "[]");
+    k += (size_t)snprintf(t + k, cap - k, "]}");
+    /* the last id, in place of its mark */
+    char last[16];
+    int ln = snprintf(last, sizeof last, "%d", n);
+    char *out = tk_malloc(k + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < k;) {
+        if (!strncmp(t + i, "HOSTILE_LAST", 12)) {
+            memcpy(out + o, last, (size_t)ln);
+            o += (size_t)ln;
+            i += 12;
+        } else {
+            out[o++] = t[i++];
+        }
+    }
+    out[o] = '\0';
+    tk_free(t);
+    *len = o;
+    return out;
+}
+
 static bool hostile(bench *b)
 {
     proc p;
     conn c;
-    static const char *const extra[] = {"--set", "control.max_line=4194304", NULL};
+    char snap[PATH_MAX];
+    snprintf(snap, sizeof snap, "snapshot.path=%.255s/hostile-save.json", b->dir);
+    const char *const extra[] = {"--set", "control.max_line=4194304", "--set", snap, NULL};
+    char saved[PATH_MAX];
+    snprintf(saved, sizeof saved, "%.255s/hostile-save.json", b->dir);
+    track_file(saved);
     if (!daemon_up(b, &p, &c, extra))
         return false;
     uint64_t dl = now_ns() + MS(60000);
@@ -1950,6 +2023,10 @@ static bool hostile(bench *b)
     r = conn_call(&c, "tick.dump", "{\"limit\":1000000}", now_ns() + MS(CALL_TIMEOUT_MS));
     hostile_check(&p, "tick.dump of 2M tick functions, limit 1M", r != NULL);
     json_decref(r);
+    r = conn_call_answer(&c, "world.trace", "{\"frames\":3}", now_ns() + MS(CALL_TIMEOUT_MS));
+    hostile_check(&p, "world.trace of 2M tick functions (refused)",
+                  jnum(json_object_get(r, "error"), "code", NULL) == -32003);
+    json_decref(r);
     r = conn_call(&c, "level.remove", "{\"name\":\"hostile\"}", now_ns() + MS(60000));
     hostile_check(&p, "level.remove of 2M entities", r != NULL);
     json_decref(r);
@@ -1974,6 +2051,40 @@ static bool hostile(bench *b)
     r = conn_call(&c, "entity.spawn", "{\"class\":\"counter\",\"count\":100,\"life_span\":1e-10}",
                   now_ns() + MS(CALL_TIMEOUT_MS));
     hostile_check(&p, "life_span 1e-10", r != NULL);
+    json_decref(r);
+
+    /* Files: a FIFO as a snapshot, a timer in slot 16,777,214, 80,000
+     * entities waiting for the last one; then a save of what that loaded. */
+    char fifo[PATH_MAX];
+    snprintf(fifo, sizeof fifo, "%.255s/hostile-fifo.json", b->dir);
+    track_file(fifo);
+    ok = mkfifo(fifo, 0600) == 0;
+    r = ok ? conn_call_answer(&c, "world.load", "{\"path\":\"hostile-fifo.json\"}",
+                              now_ns() + MS(CALL_TIMEOUT_MS))
+           : NULL;
+    const char *msg = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+    hostile_check(&p, "world.load of a FIFO (refused)", msg && strstr(msg, "not a regular file"));
+    json_decref(r);
+    static const char slot_doc[] =
+        "{\"format\":\"tickd-snapshot\",\"version\":1,\"world\":{\"paused\":true},"
+        "\"entities\":[],\"timers\":[{\"handle\":33554430,\"rate\":1,\"remaining\":5}]}";
+    ok = hostile_file(b, "hostile-slot.json", slot_doc, sizeof slot_doc - 1);
+    r = ok ? conn_call(&c, "world.load", "{\"path\":\"hostile-slot.json\"}",
+                       now_ns() + MS(CALL_TIMEOUT_MS))
+           : NULL;
+    hostile_check(&p, "world.load of a timer in slot 16,777,214", r != NULL);
+    json_decref(r);
+    size_t clen;
+    char *chain = hostile_chain_doc(HOSTILE_LOAD_CHAIN, &clen);
+    ok = hostile_file(b, "hostile-chain.json", chain, clen);
+    tk_free(chain);
+    r = ok ? conn_call(&c, "world.load", "{\"path\":\"hostile-chain.json\"}", now_ns() + MS(60000))
+           : NULL;
+    hostile_check(&p, "world.load of 80,000 waiting for the last one",
+                  r != NULL && jnum(r, "entities", NULL) == HOSTILE_LOAD_CHAIN);
+    json_decref(r);
+    r = conn_call(&c, "world.save", NULL, now_ns() + MS(60000));
+    hostile_check(&p, "world.save of those 80,000", r != NULL);
     json_decref(r);
 
     /* A failing timer action every frame, 30 subscribers that never read. */

@@ -28,7 +28,10 @@
  * one buffer shared by every running trace; at the end of the frame each
  * trace turns them into JSON relative to the frame's start.  A trace's reply
  * is bounded by half of control.max_output: past it the trace stops
- * collecting and answers at once with "truncated": true.
+ * collecting and answers at once with "truncated": true.  A world of more
+ * than TRACE_OVER_FIT times the tick functions one reply holds is not
+ * traced at all (-32003): its frames would be timed function by function
+ * for a reply cut short in the first of them.
  */
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +46,7 @@
 #define PROFILE_EACH_ABOVE_NS 20000ull
 #define TRACE_ITEM_BYTES 150   /* upper bound of one tick or span in the reply */
 #define TRACE_FRAME_BYTES 120  /* of a frame object without its items          */
+#define TRACE_OVER_FIT 2       /* tick functions a trace may find, in replies    */
 
 /* Frame-time histogram: upper bounds in ms, then one open bucket. */
 static const double hist_le_ms[] = {0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 33, 50, 100, 250, 500, 1000};
@@ -668,12 +672,26 @@ void tkd_prof_world_trace(tkd *d, tkd_call *call, json_t *params)
         tkd_call_error(call, -32602, NULL, "frames: required (1..%d)", TRACE_MAX_FRAMES);
         return;
     }
+    /* Tracing times every function on its own (100 - 200 ns each): a world
+     * of many more functions than a reply can hold would pay that for a
+     * trace cut short in its first frame (2M counters: 200 ms frames). */
+    size_t limit = d->cfg.max_output / 2, fit = limit / TRACE_ITEM_BYTES;
+    tk_tick_counts tc;
+    tk_tick_get_counts(d->world, &tc);
+    if (tc.registered > TRACE_OVER_FIT * fit) {
+        tkd_call_error(call, -32003, NULL,
+                       "world.trace: %zu tick functions are registered, more than %d times the "
+                       "%zu a trace reply holds (half of control.max_output); engine.profile "
+                       "shows where such a frame goes",
+                       tc.registered, TRACE_OVER_FIT, fit);
+        return;
+    }
     tkd_prof *P = prof_get(d);
     trace *t = tk_calloc(1, sizeof *t);
     t->call = call;
     t->frames_goal = n;
     t->frames = json_array();
-    t->limit = d->cfg.max_output / 2;
+    t->limit = limit;
     t->next = P->traces;
     bool first = P->traces == NULL;
     P->traces = t;

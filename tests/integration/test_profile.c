@@ -290,12 +290,13 @@ END_TEST
 
 START_TEST(trace_truncated_at_output_bound)
 {
-    /* max_output 64 KiB: a trace stops at half of it and says so. */
+    /* max_output 64 KiB: a trace stops at half of it (about 218 items) and
+     * says so. */
     const char *cfg[] = {"control.max_output=65536", NULL};
     tkit_opts o = {.config = cfg};
     tkit_daemon *d = tkit_start(&o);
     tkit_conn *c = tkit_connect(d);
-    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":2000}");
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":400}");
     json_t *r = tkit_ok(c, "world.trace", "{\"frames\":50}");
     ck_assert(tkit_getb(r, "truncated"));
     json_t *frames = tkit_get(r, "frames");
@@ -306,6 +307,10 @@ START_TEST(trace_truncated_at_output_bound)
     ck_assert_int_lt(strlen(tkit_dump(r)), 65536 / 2 + 4096);
     /* The connection stays usable. */
     tkit_ok(c, "world.status", NULL);
+    /* More than twice the functions a reply holds: not traced at all (every
+     * function would be timed for a reply cut short at once). */
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":1600}");
+    tkit_err(c, TKIT_LIMIT, "2000 tick functions", "world.trace", "{\"frames\":1}");
     tkit_finish(d);
 }
 END_TEST
