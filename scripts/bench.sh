@@ -48,7 +48,12 @@ mspt_p50_1m_entities|<= 5|le|5
 spawn_1m_max_frame_gap_ms|<= 33|le|33
 max_frame_gap_ms_hostile|<= 50|le|50
 save_1m_max_frame_gap_ms|<= 33|le|33
+save_1m_max_frame_gap_ms_worst|-|-|0
+save_1m_max_frame_dt_ms|-|-|0
+save_1m_copy_ms|-|-|0
+save_1m_fork_ms|-|-|0
 load_1m_max_frame_gap_ms|-|-|0
+load_1m_seconds|-|-|0
 max_frame_gap_ms_idle|-|-|0
 profile_overhead_pct|<= 5|le|5
 mover_ns_per_entity_1m|<= 3|le|3
