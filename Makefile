@@ -209,7 +209,7 @@ $(BUILD)/bench/%: $(call obj,bench/%.c $(BENCH_LIB)) $(LIBDAEMON) $(LIBTICKD)
 
 $(BUILD)/examples/%: $(call obj,examples/%.c) $(LIBTICKD)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lm
+	$(CC) $(LDFLAGS) -o $@ $^ -lm -lpthread
 
 tests: $(BINARIES) $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(REPLAY_BIN) \
        $(PLUGINS) $(TPLUGINS)

@@ -314,7 +314,7 @@ int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char 
     snprintf(c->name, sizeof c->name, "%s", p->name);
     snprintf(c->origin, sizeof c->origin, "%s", origin);
     c->p = p;
-    tk_tick_class_desc d = {c->name, tks__obj_tick, p->tick_batch ? tks__obj_batch : NULL};
+    tk_tick_class_desc d = {c->name, tks__obj_tick, p->tick_batch ? tks__obj_batch : NULL, false};
     rc = tk_tick_class_register(s->w, &d, &c->tick_cls);
     if (rc) {
         tk_free(c);
