@@ -3730,8 +3730,9 @@ static void par_chunk(void *ud, uint32_t k, unsigned thread)
     t_par_lane = 0;
 }
 
-/* After a split section, on the frame thread: its events in chunk order,
- * its counts, the lanes' costs and slow-tick state. */
+/* After a chunked section, on the frame thread (the world may change
+ * again): its events in chunk order, its counts, the lanes' costs and
+ * slow-tick state. */
 static void par_merge(tk_world_t *w)
 {
     struct tk__ticks *T = T_of(w);
@@ -3792,28 +3793,27 @@ static void par_merge(tk_world_t *w)
     }
 }
 
-/* Cut the gathered section into chunks (about PAR_CHUNKS per thread it is
- * worth, by expected cost) and run them on the pool. */
-static void par_split(tk_world_t *w, double est, unsigned threads)
+/* Cut the gathered section into chunks: about PAR_CHUNKS per thread it is
+ * worth (`want`), by expected cost; with want = 1, one chunk per range. */
+static void par_chunks(tk_world_t *w, double est, unsigned want)
 {
     struct tk__ticks *T = T_of(w);
-    double per = (double)T->split_ns / 2;
-    unsigned want = est / per >= threads ? threads : TK_MAX(2u, (unsigned)(est / per));
     double chunk_ns = est / (double)(want * PAR_CHUNKS);
     T->n_chunks = 0;
     for (size_t r = 0; r < T->n_ranges; r++) {
         const prange *pr = &T->ranges[r];
         const lane *L = &T->lanes[pr->lane];
         uint32_t len = pr->hi - pr->lo;
-        double ns = (double)len * (L->ns_per > 0 ? L->ns_per : PAR_NS_GUESS);
-        uint32_t pieces = (uint32_t)TK_MIN((double)len, ceil(ns / chunk_ns));
-        if (pieces < 1)
-            pieces = 1;
-        uint32_t size = (len + pieces - 1) / pieces;
-        if (size > 64)
-            size = (size + 63) & ~63u;
-        if (size < PAR_CHUNK_MIN && len > PAR_CHUNK_MIN && ns / len < 100)
-            size = PAR_CHUNK_MIN; /* cheap entries: not below a few microseconds */
+        uint32_t size = len;
+        if (want > 1) {
+            double ns = (double)len * (L->ns_per > 0 ? L->ns_per : PAR_NS_GUESS);
+            uint32_t pieces = (uint32_t)TK_MAX(1.0, TK_MIN((double)len, ceil(ns / chunk_ns)));
+            size = (len + pieces - 1) / pieces;
+            if (size > 64)
+                size = (size + 63) & ~63u;
+            if (size < PAR_CHUNK_MIN && len > PAR_CHUNK_MIN && ns / len < 100)
+                size = PAR_CHUNK_MIN; /* cheap entries: not below a few microseconds */
+        }
         for (uint32_t lo = pr->lo; lo < pr->hi; lo += size) {
             TK_GROW(T->chunks, T->cap_chunks, T->n_chunks + 1);
             pchunk *c = &T->chunks[T->n_chunks++];
@@ -3824,18 +3824,15 @@ static void par_split(tk_world_t *w, double est, unsigned threads)
             c->so = (slowout){L->sl_k, L->sl_hold, L->sl_lo, L->sl_hi};
         }
     }
-    runners_ready(w, threads);
-    /* The frame thread's open profiling run ends where the section begins. */
-    if (w->prof_on && T->main.pr_n)
-        prof_flush(w, &T->main, now_stats(w));
-    tk__pool_run(T->pool, (uint32_t)T->n_chunks, par_chunk, w, want);
-    par_merge(w);
-    w->fstats.sections_split++;
 }
 
-/* Run the gathered section (T->ranges: open lanes' ranges): split over the
- * pool when its expected work is worth it, else on the frame thread; either
- * way the world may not change meanwhile (w->par). */
+/*
+ * Run the gathered section (T->ranges: open lanes' ranges) while the world
+ * may not change (w->par).  Split over the pool when its expected work
+ * reaches the engine's split_min; else on the frame thread, in chunks (one
+ * per range) whose events wait for the section's end when a hook is on (a
+ * hook may read the world), directly otherwise.
+ */
 static void par_section(tk_world_t *w)
 {
     struct tk__ticks *T = T_of(w);
@@ -3848,10 +3845,27 @@ static void par_section(tk_world_t *w)
         timed |= L->ns_per <= 0 || L->untimed >= PAR_REMEASURE;
     }
     unsigned threads = tk__pool_threads(T->pool);
+    bool split = threads > 1 && est >= (double)T->split_ns;
+    bool chunked = split || w->prof_on || T->trace || T->slow_ns;
     w->fstats.sections++;
     w->par = true;
-    if (threads > 1 && est >= (double)T->split_ns) {
-        par_split(w, est, threads);
+    if (chunked) {
+        unsigned want = 1;
+        if (split) {
+            double per = (double)T->split_ns / 2;
+            want = est / per >= threads ? threads : TK_MAX(2u, (unsigned)(est / per));
+        }
+        par_chunks(w, est, want);
+        runners_ready(w, threads);
+        /* The frame thread's open profiling run ends where the section begins. */
+        if (w->prof_on && T->main.pr_n)
+            prof_flush(w, &T->main, now_stats(w));
+        if (split) {
+            tk__pool_run(T->pool, (uint32_t)T->n_chunks, par_chunk, w, want);
+        } else {
+            for (size_t k = 0; k < T->n_chunks; k++)
+                par_chunk(w, (uint32_t)k, 0);
+        }
     } else {
         uint64_t ran0 = w->fstats.ticks_run;
         for (size_t r = 0; r < T->n_ranges; r++) {
@@ -3872,6 +3886,10 @@ static void par_section(tk_world_t *w)
         w->fstats.par_ticks += w->fstats.ticks_run - ran0;
     }
     w->par = false;
+    if (chunked)
+        par_merge(w);
+    if (split)
+        w->fstats.sections_split++;
     uint32_t refused = atomic_exchange_explicit(&w->par_refused, 0, memory_order_relaxed);
     if (refused > 1)
         tk_log(TK_LOG_ERROR, "%u more calls refused in the same parallel run", refused - 1);
