@@ -448,10 +448,12 @@ static void bench_parallel_10k(void)
     world_free(&w2);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     bench_parallel();
     bench_parallel_10k();
+    if (argc > 1 && !strcmp(argv[1], "--parallel"))
+        return 0; /* only the parallel figures (for working on them) */
     bench_movers(true);
     bench_movers(false);
     bench_shuffled();
