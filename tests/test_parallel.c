@@ -376,6 +376,23 @@ static void cell_tick(void *t, float dt, tk_tick_ctx *c)
     x->thread = c->thread;
 }
 
+/* Register a function of class k for each of cells[0..n): every third in
+ * post_physics when `groups`, else all in pre_physics. */
+static void add_cells(tk_world_t *w, tk_class_id k, cell *cells, int n, bool groups)
+{
+    memset(cells, 0, (size_t)n * sizeof *cells);
+    for (int i = 0; i < n; i++) {
+        tk_tick_desc d = {0};
+        d.cls = k;
+        d.target = &cells[i];
+        tk_tick_spec_default(&d.spec);
+        if (groups && i % 3 == 0)
+            d.spec.group = TK_GROUP_POST_PHYSICS;
+        tk_tick_id id;
+        ck_assert_int_eq(tk_tick_register(w, &d, &id), 0);
+    }
+}
+
 START_TEST(parallel_workers_take_chunks)
 {
     g_frame_thread = pthread_self();
@@ -578,16 +595,7 @@ static void hooks_run(unsigned threads, trace_rec *out)
     tk_world_t *w = tk_engine_world(e);
     tk_class_id k = add_class(w, "cell", cell_tick, NULL, true);
     static cell cells[300];
-    memset(cells, 0, sizeof cells);
-    for (int i = 0; i < 300; i++) {
-        tk_tick_desc d = {0};
-        d.cls = k;
-        d.target = &cells[i];
-        tk_tick_spec_default(&d.spec);
-        d.spec.group = (tk_group)(i % 3 == 0 ? TK_GROUP_POST_PHYSICS : TK_GROUP_PRE_PHYSICS);
-        tk_tick_id id;
-        ck_assert_int_eq(tk_tick_register(w, &d, &id), 0);
-    }
+    add_cells(w, k, cells, 300, true);
     tk_world_set_trace(w, on_trace, NULL);
     tk_profiler p = {0};
     p.fn = on_prof;
@@ -650,15 +658,7 @@ START_TEST(parallel_slow_ticks_reported_on_frame_thread)
     tk_world_t *w = tk_engine_world(e);
     tk_class_id k = add_class(w, "slowcell", slow_cell_tick, NULL, true);
     static cell cells[40];
-    memset(cells, 0, sizeof cells);
-    for (int i = 0; i < 40; i++) {
-        tk_tick_desc d = {0};
-        d.cls = k;
-        d.target = &cells[i];
-        tk_tick_spec_default(&d.spec);
-        tk_tick_id id;
-        ck_assert_int_eq(tk_tick_register(w, &d, &id), 0);
-    }
+    add_cells(w, k, cells, 40, false);
     cells[17].wait = true;
     tk_world_set_slow_tick(w, 1000000, on_slow, NULL);
     for (int f = 0; f < 5; f++)
