@@ -508,6 +508,7 @@ struct tk__ticks {
     /* Parallel sections (threads > 1; see the top of this file). */
     tk__pool *pool;           /* the engine's pool this group; NULL: none        */
     uint64_t split_ns;        /* expected work of a section worth splitting      */
+    unsigned pool_threads;    /* tk__pool_threads(pool)                          */
     runner *runners;          /* per thread of a split section                   */
     size_t n_runners;
     pchunk *chunks;           /* the split section's chunks                      */
@@ -3357,7 +3358,7 @@ static void exec_one(tk_world_t *w, runner *R, rec *r, tk_group label, bool paus
 
 /* A lane starts its run this frame: its derived counters move.  Returns its
  * entries (0: nothing to run, and lane_close is not needed). */
-static uint32_t lane_open(tk_world_t *w, uint32_t lid)
+static inline uint32_t lane_open(tk_world_t *w, uint32_t lid)
 {
     lane *L = &T_of(w)->lanes[lid];
     L->ran = fmark(w);
@@ -3376,7 +3377,7 @@ static uint32_t lane_open(tk_world_t *w, uint32_t lid)
     return L->n;
 }
 
-static void lane_close(tk_world_t *w, uint32_t lid)
+static inline void lane_close(tk_world_t *w, uint32_t lid)
 {
     lane *L = &T_of(w)->lanes[lid];
     L->running = false;
@@ -3844,7 +3845,7 @@ static void par_section(tk_world_t *w)
                (L->ns_per > 0 ? L->ns_per : PAR_NS_GUESS);
         timed |= L->ns_per <= 0 || L->untimed >= PAR_REMEASURE;
     }
-    unsigned threads = tk__pool_threads(T->pool);
+    unsigned threads = T->pool_threads;
     bool split = threads > 1 && est >= (double)T->split_ns;
     bool chunked = split || w->prof_on || T->trace || T->slow_ns;
     w->fstats.sections++;
@@ -3890,9 +3891,11 @@ static void par_section(tk_world_t *w)
         par_merge(w);
     if (split)
         w->fstats.sections_split++;
-    uint32_t refused = atomic_exchange_explicit(&w->par_refused, 0, memory_order_relaxed);
-    if (refused > 1)
-        tk_log(TK_LOG_ERROR, "%u more calls refused in the same parallel run", refused - 1);
+    if (TK_UNLIKELY(atomic_load_explicit(&w->par_refused, memory_order_relaxed))) {
+        uint32_t refused = atomic_exchange_explicit(&w->par_refused, 0, memory_order_relaxed);
+        if (refused > 1)
+            tk_log(TK_LOG_ERROR, "%u more calls refused in the same parallel run", refused - 1);
+    }
 }
 
 /* A lane some of whose entries are any_thread: stretches of consecutive
@@ -3944,7 +3947,7 @@ static void run_band_par(tk_world_t *w, int band, const vec32 *gl)
         size_t j = i;
         for (; j < gl->n; j++) {
             const lane *M = &T->lanes[gl->v[j]];
-            if (M->band != band || M->depth != depth || lane_kind(T, M) != LK_ALL)
+            if (j > i && (M->depth != depth || M->band != band || lane_kind(T, M) != LK_ALL))
                 break;
             uint32_t n = lane_open(w, gl->v[j]);
             if (n)
@@ -4414,8 +4417,10 @@ void tk__ticks_run_group(tk_world_t *w, tk_group g)
     uint64_t ran0 = w->fstats.ticks_run;
     T->cur_group = g;
     T->pool = w->engine ? tk__engine_pool(w->engine) : NULL;
-    if (T->pool)
+    if (T->pool) {
         T->split_ns = tk__engine_split_ns(w->engine);
+        T->pool_threads = tk__pool_threads(T->pool);
+    }
     run_group_body(w, g);
     T->cur_group = g + 1;
     if (g == TK_GROUP_LAST_DEMOTABLE) {

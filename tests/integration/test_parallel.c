@@ -138,6 +138,7 @@ static void strip(json_t *j)
     }
 }
 
+/* The snapshot at `path`, stripped; the caller owns it. */
 static json_t *load_snapshot(const char *path)
 {
     json_error_t e;
@@ -166,6 +167,8 @@ START_TEST(parallel_same_world_any_thread_count)
     }
     ck_assert_msg(json_equal(sa, sb), "timers or tickables differ:\n%s\n%s",
                   tkit_dump(json_object_get(sa, "timers")), tkit_dump(json_object_get(sb, "timers")));
+    json_decref(sa); /* loaded here, not through the harness */
+    json_decref(sb);
     /* The four-thread daemon ran parallel work: movers and counters are
      * thread-safe, and every run of it was split. */
     tkit_conn *c = tkit_connect(b);
