@@ -376,6 +376,22 @@ static void cell_tick(void *t, float dt, tk_tick_ctx *c)
     x->thread = c->thread;
 }
 
+/* A frame-thread function of a later group: every cell of pre_physics
+ * (parallel work, on any thread) finished before the group ended. */
+static cell *g_cells;
+static int g_n_cells, g_group_errors;
+
+static void after_tick(void *t, float dt, tk_tick_ctx *c)
+{
+    (void)t, (void)dt;
+    CHECK(c->thread == 0, "a function of a class that is not thread-safe on thread %u",
+          c->thread);
+    uint64_t n = g_cells[0].n;
+    for (int i = 0; i < g_n_cells; i++)
+        if (g_cells[i].n != n)
+            g_group_errors++;
+}
+
 /* Register a function of class k for each of cells[0..n): every third in
  * post_physics when `groups`, else all in pre_physics. */
 static void add_cells(tk_world_t *w, tk_class_id k, cell *cells, int n, bool groups)
@@ -421,6 +437,16 @@ START_TEST(parallel_workers_take_chunks)
         if (i < N)
             ids[i] = id;
     }
+    /* A function of the next group checks that the group finished. */
+    g_cells = cells;
+    g_n_cells = 2 * N;
+    g_group_errors = 0;
+    tk_tick_desc ad = {0};
+    ad.cls = add_class(w, "after", after_tick, NULL, false);
+    tk_tick_spec_default(&ad.spec);
+    ad.spec.group = TK_GROUP_START_PHYSICS;
+    tk_tick_id aid;
+    ck_assert_int_eq(tk_tick_register(w, &ad, &aid), 0);
     /* The first cell of the first chunk holds its chunk until a worker ran
      * another: only a worker can end that wait. */
     cells[0].wait = true;
@@ -428,6 +454,7 @@ START_TEST(parallel_workers_take_chunks)
         ck_assert_int_eq(tk_engine_frame(e), 0);
     ck_assert_uint_eq(atomic_load(&g_seen_worker), 1);
     ck_assert_int_eq(atomic_load(&g_order_errors), 0);
+    ck_assert_int_eq(g_group_errors, 0);
     for (int i = 0; i < 2 * N; i++)
         CHECK(cells[i].n == 30, "cell %d ticked %llu times", i, (unsigned long long)cells[i].n);
     tk_world_frame_stats fs;
@@ -435,6 +462,7 @@ START_TEST(parallel_workers_take_chunks)
     ck_assert_uint_eq(fs.sections, 2); /* depth 0, depth 1 */
     ck_assert_uint_eq(fs.sections_split, 2);
     ck_assert_uint_eq(fs.par_ticks, 2 * N);
+    ck_assert_uint_eq(fs.ticks_run, 2 * N + 1);
     ck_assert_uint_le(fs.worker_ticks, 2 * N);
     tk_engine_free(e);
 }
