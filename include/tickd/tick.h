@@ -15,7 +15,8 @@
  *    was moved ("demoted") never lands in start_physics or end_physics.  The
  *    actual end group is the last demotable group in (start, max(end group,
  *    prerequisites' end groups)].  Groups block: a function runs entirely in
- *    its actual start group (a dedicated server is single-threaded).
+ *    its actual start group (a dedicated server does not overlap groups;
+ *    neither do tickd's worker threads, see Threads).
  *  - Prerequisites run first.  A prerequisite that is disabled, cooling down,
  *    already ticked this frame or unregistered is ignored; a stale one (its
  *    function was unregistered) is dropped; an edge that closes a cycle is
