@@ -2184,9 +2184,8 @@ static void bg_start(tkd *d, const bg_req *q)
         hot = tkd_hotmem_before_fork(b->hot, b->reg, b->used, b->n_reg, herr, sizeof herr) == 0;
         for (size_t i = 0; hot && i < b->n_reg; i++)
             copied += b->used[i];
-        if (!hot) {
+        if (!hot)
             tk_log_debug("snapshot (%s): forking with copy-on-write: %s", q->why, herr);
-        }
     }
     uint64_t t1 = tk_clock_now_ns();
     pid_t pid = fork();
@@ -2266,6 +2265,16 @@ static void bg_reaped(tkd *d, int status)
     bg_complete(d, &b->cur, -32603, msg, NULL);
 }
 
+/* A child runs: reap it once per frame (bg_tick); without a ticker, wait
+ * for it here rather than leave its call unanswered. */
+static void bg_reaper(tkd *d)
+{
+    struct tkd_bgsave *b = d->bgsave;
+    if (b->pid && b->ticker == TK_TICKER_NONE &&
+        tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0)
+        tkd_snapshot_finish(d);
+}
+
 /* Start the next waiting request, if it can start now. */
 static void bg_next(tkd *d)
 {
@@ -2280,11 +2289,7 @@ static void bg_next(tkd *d)
         b->tail = &b->queue;
     bg_start(d, q);
     tk_free(q);
-    if (b->pid && b->ticker == TK_TICKER_NONE &&
-        tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0) {
-        /* No reaper: wait here rather than leave the call unanswered. */
-        tkd_snapshot_finish(d);
-    }
+    bg_reaper(d);
 }
 
 /* The reaper, once per frame while a child runs. */
@@ -2367,9 +2372,7 @@ int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *
         /* Between frames with time to spare: at once, where it stands
          * among the requests. */
         bg_start(d, &q);
-        if (b->pid && b->ticker == TK_TICKER_NONE &&
-            tk_ticker_add(d->engine, 0, bg_tick, d, &b->ticker) != 0)
-            tkd_snapshot_finish(d); /* no reaper: wait here */
+        bg_reaper(d);
         return 0;
     }
     /* At the start of the idle time after this frame (or the first one

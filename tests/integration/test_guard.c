@@ -280,7 +280,7 @@ START_TEST(guard_deferred_calls_bounded)
     ck_assert(id != NULL);
     for (int i = 0; i < CALLS; i++) {
         memset(id, 'a' + i % 26, ID_BYTES);
-        snprintf(id + ID_BYTES - 8, 9, "%08d", i);
+        snprintf(id + ID_BYTES - 8, 9, "%08u", (unsigned)i % 100000000u);
         tkit_sendf(c,
                    "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"world.step\","
                    "\"params\":{\"frames\":1000000000}}\n",
