@@ -256,7 +256,8 @@ size_t tks_end_frame_hooks(tks_sim *s)
             }
         }
     }
-    qsort(ids, k, sizeof *ids, cmp_id);
+    if (k)
+        qsort(ids, k, sizeof *ids, cmp_id);
     for (size_t i = 0; i < k; i++) {
         if (i > 0 && ids[i] == ids[i - 1])
             continue;
