@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <sys/types.h>
 
+#include "common/sockpath.h"
 #include "metrics.h"
 #include "tickd/alloc.h"
 #include "tickd/error.h"
@@ -43,6 +44,10 @@ struct tkd_config_ovr {
 
 /* The table: one row per key, in the order of config/tickd.ini. */
 static const tkd_config_key keys[] = {
+    {"instance", "name", TKD_CFG_PATH, "", 0, 0, false, F(instance_name), "",
+     "The instance's name (tickd@NAME.service sets it): it prefixes every log "
+     "line and engine.info shows it; empty = none."},
+
     {"engine", "tick_rate", TKD_CFG_DOUBLE, "60", 0, 10000, true, F(tick_rate),
      "Hz", "Max tick rate: a frame that finishes early sleeps until its period "
            "ends; 0 runs frames back to back."},
@@ -552,6 +557,8 @@ static int parse_value(const tkd_config_key *k, const char *v, parsed *out,
         return TK_EINVAL;
     }
     case TKD_CFG_PATH:
+        if (!strcmp(k->section, "instance") && *v && !tk__world_name_valid(v, reason, rlen))
+            return TK_EINVAL;
         out->s = tk_strdup(v);
         return 0;
     case TKD_CFG_MODE: {

@@ -73,6 +73,8 @@ typedef struct tkd_strlist {
 typedef struct tkd_config_ovr tkd_config_ovr;
 
 typedef struct tkd_config {
+    /* [instance] */
+    char *instance_name;        /* this instance's name (owned); ""/NULL: none */
     /* [engine] */
     double tick_rate;           /* Hz, max tick rate; 0 = unlimited           */
     double fixed_dt;            /* s per frame; 0 = real time                 */

@@ -135,6 +135,9 @@ static json_t *engine_info_json(tkd *d)
     json_object_set_new(o, "fixed_dt", json_real(tk_engine_fixed_dt(d->engine)));
     json_object_set_new(o, "pacing", json_string(tk_pacing_name(tk_engine_pacing(d->engine))));
     json_object_set_new(o, "config", d->cfg.path ? json_string(d->cfg.path) : json_null());
+    json_object_set_new(o, "instance", d->cfg.instance_name && *d->cfg.instance_name
+                                           ? json_string(d->cfg.instance_name)
+                                           : json_null());
     return o;
 }
 
@@ -238,6 +241,8 @@ static const tkd_field info_result[] = {
     R_STR("pacing", NULL),
     {.name = "config", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
      .desc = "the config file read"},
+    {.name = "instance", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
+     .desc = "[instance] name (null: none)"},
     {0}};
 
 static const tkd_field stats_result[] = {

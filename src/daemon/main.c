@@ -178,6 +178,7 @@ int main(int argc, char **argv)
     }
 
     tkd_logging_init();
+    tkd_logging_set_name(d.cfg.instance_name);
     tk_log_set_level(d.cfg.log_level);
     char err[512];
     if (tkd_init(&d, err, sizeof err) != 0) {
