@@ -119,6 +119,9 @@ static const tk_ctl_method_t methods[] = {
     {"events.subscribe", "topics",
      "receive event notifications on this connection (see --watch)"},
     {"events.unsubscribe", "[topics]", "stop receiving notifications"},
+    {"agones.allocate", "", "mark the Agones GameServer Allocated (answered when the SDK answers)"},
+    {"agones.reserve", "seconds",
+     "mark the Agones GameServer Reserved for seconds (0: until another change)"},
     {"rpc.discover", "", "OpenRPC document: every method, its params (types, ranges, enums)\n"
                          "      and its result"},
 };
@@ -135,7 +138,7 @@ const char *const tk__ctl_tick_fields[] = {
 
 /* Topics of events.subscribe, for --watch. */
 static const char *const topics[] = {"frame", "stats", "overrun", "slow_tick", "log",
-                                     "slow_request"};
+                                     "slow_request", "agones"};
 
 /* The command line, parsed. */
 typedef struct ctl_opts {
@@ -483,7 +486,7 @@ static json_t *parse_topics(const char *list)
             usage_error("--watch: empty topic in '%s'", list);
         if (k == sizeof topics / sizeof topics[0])
             usage_error("--watch: unknown topic '%.*s' (topics: frame, stats, "
-                        "overrun, slow_tick, log, slow_request)",
+                        "overrun, slow_tick, log, slow_request, agones)",
                         (int)n, p);
         for (size_t i = 0; i < json_array_size(arr); i++)
             if (strcmp(json_string_value(json_array_get(arr, i)), topics[k]) == 0)

@@ -169,6 +169,27 @@ static const tkd_config_key keys[] = {
      F(metrics_max_connections), "connections",
      "HTTP connections served at once; more wait in the listen backlog."},
 
+    {"agones", "enabled", TKD_CFG_BOOL, "false", 0, 0, false, F(agones_enabled), "",
+     "Drive the Agones GameServer lifecycle through the SDK server's REST API "
+     "even without AGONES_SDK_HTTP_PORT (which turns it on by itself)."},
+    {"agones", "port", TKD_CFG_UINT, "9358", 1, 65535, false, F(agones_port), "port",
+     "The SDK server's HTTP port on 127.0.0.1 when AGONES_SDK_HTTP_PORT is not "
+     "set."},
+    {"agones", "health_period_s", TKD_CFG_DOUBLE, "2", 0.05, 3600, true,
+     F(agones_health_period_s), "s",
+     "POST /health this often, from the frame loop after completed frames; keep "
+     "it well under the Fleet's health periodSeconds."},
+    {"agones", "metadata_s", TKD_CFG_DOUBLE, "30", 0, 86400, true, F(agones_metadata_s), "s",
+     "Write TPS and the entity count to the GameServer's annotations (or labels) "
+     "this often when they changed; 0 = never."},
+    {"agones", "labels", TKD_CFG_BOOL, "false", 0, 0, false, F(agones_labels), "",
+     "Write tps and entities as GameServer labels instead of annotations."},
+    {"agones", "timeout_s", TKD_CFG_DOUBLE, "5", 0.05, 600, true, F(agones_timeout_s), "s",
+     "Bound on connecting to the SDK server and on each wait for its answer."},
+    {"agones", "retry_max_s", TKD_CFG_DOUBLE, "5", 0.1, 600, true, F(agones_retry_max_s), "s",
+     "Longest delay between two tries of POST /ready or of the watch (backoff "
+     "from 0.1 s, doubling)."},
+
     {"log", "level", TKD_CFG_LEVEL, "info", 0, 0, true, F(log_level), "",
      "Messages above this level are dropped: error, warn, info or debug."},
 };

@@ -120,6 +120,15 @@ typedef struct tkd_config {
                                        tick rate, 0 = none                   */
     double metrics_healthz_stall_s; /* s without a frame start: unhealthy     */
     unsigned metrics_max_connections; /* HTTP connections at once            */
+    /* [agones] */
+    bool agones_enabled;        /* drive Agones without AGONES_SDK_HTTP_PORT  */
+    unsigned agones_port;       /* SDK server's HTTP port when the variable is
+                                   unset                                      */
+    double agones_health_period_s; /* s between POST /health pings           */
+    double agones_metadata_s;   /* s between TPS/entity metadata; 0 = never   */
+    bool agones_labels;         /* metadata as labels, not annotations        */
+    double agones_timeout_s;    /* s, bound on connect and each wait          */
+    double agones_retry_max_s;  /* s, longest retry backoff                   */
     /* [log] */
     tk_log_level log_level;     /* messages above this level are dropped      */
 

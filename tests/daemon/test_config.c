@@ -179,7 +179,7 @@ START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 38);
+    ck_assert_uint_eq(n, 45);
     static const char *const reloadable[] = {
         "engine.tick_rate",    "engine.max_dt",       "engine.pacing",       "world.time_dilation",
         "world.max_entities",  "world.max_memory",  "control.max_clients", "control.max_line",
@@ -188,7 +188,8 @@ START_TEST(config_table)
         "control.line_timeout_s", "stats.slow_request_ms", "stats.lag_warn_ms",
         "stats.slow_tick_ms",  "snapshot.autosave_s", "log.level",
         "metrics.healthz_min_tps", "metrics.healthz_stall_s", "metrics.max_connections",
-        "world.max_tick_functions", "world.max_template_bytes"};
+        "world.max_tick_functions", "world.max_template_bytes", "agones.health_period_s",
+        "agones.metadata_s", "agones.timeout_s", "agones.retry_max_s"};
     for (size_t i = 0; i < n; i++) {
         const tkd_config_key *k = &keys[i];
         char full[64];

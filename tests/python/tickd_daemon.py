@@ -133,6 +133,10 @@ class Daemon:
                 raise
 
     def stderr(self):
+        """Everything it wrote to stderr (kept after stop() removed its
+        directory)."""
+        if getattr(self, "final_stderr", None) is not None:
+            return self.final_stderr
         with open(self.err_path, errors="replace") as f:
             return f.read()
 
@@ -169,6 +173,7 @@ class Daemon:
             raise RuntimeError(f"tickd exited with {rc}; stderr:\n{self.stderr()}")
         if os.path.lexists(self.sock):
             raise RuntimeError(f"tickd left its socket {self.sock} behind")
+        self.final_stderr = self.stderr()
         shutil.rmtree(self.dir, ignore_errors=True)
         return rc
 
