@@ -89,6 +89,7 @@ struct tkd_agones {
     struct event *watch_timer;  /* next attempt                                */
     struct event *watch_reset;  /* frees the watch connection                  */
     tkd_agones_lines lines;
+    uint64_t stream_lines;      /* GameServers read on the current stream      */
 
     uint64_t next_health_ns;    /* monotonic; 0 = at once                      */
     uint64_t next_meta_ns;
@@ -548,8 +549,12 @@ static void ctl_done(struct evhttp_request *req, void *arg)
             const char *text = (const char *)evbuffer_pullup(b, -1);
             tkd_agones_gs gs;
             char perr[128];
-            if (text && tkd_agones_parse(text, n, false, &gs, perr, sizeof perr) == 0)
-                apply_gs(a, &gs);
+            /* Asked when the watch opened; a line the watch delivered since
+             * is as new or newer. */
+            if (text && tkd_agones_parse(text, n, false, &gs, perr, sizeof perr) == 0) {
+                if (!a->stream_lines)
+                    apply_gs(a, &gs);
+            }
             else
                 tk_log_warn("agones: GET /gameserver: the answer is unusable: %s",
                             text ? perr : "empty");
@@ -640,6 +645,7 @@ static void on_watch_line(void *ud, const char *line, size_t len)
         return;
     }
     a->watch_tries = 0; /* the stream works: a later failure retries at once */
+    a->stream_lines++;
     apply_gs(a, &gs);
 }
 
@@ -711,6 +717,7 @@ static void watch_open(tkd_agones *a)
         return;
     tkd_agones_lines_free(&a->lines);
     tkd_agones_lines_init(&a->lines, TKD_AGONES_MAX_LINE);
+    a->stream_lines = 0;
     a->wstate = W_OPEN;
     if (a->watch.evcon) /* a fresh connection, with its timeouts, per attempt */
         evhttp_connection_free(a->watch.evcon);
@@ -959,7 +966,9 @@ void tkd_agones_shutdown(tkd_agones *a)
     uint64_t deadline = t0 + ns_of(cfg_timeout(a));
     if (send_req(&a->bye, EVHTTP_REQ_POST, "/shutdown", "{}", bye_done, false)) {
         struct event *wake = evtimer_new(a->d->base, on_bye_deadline, a);
-        while (wake && !a->bye_done) {
+        /* Until it is answered, and the control request in flight too (its
+         * caller gets the real answer); queued ones are not sent any more. */
+        while (wake && (!a->bye_done || a->cur)) {
             uint64_t now = tk_clock_now_ns();
             if (now >= deadline)
                 break;
@@ -977,6 +986,9 @@ void tkd_agones_shutdown(tkd_agones *a)
     else
         tk_log_warn("agones: POST /shutdown: %s", a->bye_done ? a->bye_why
                                                               : "no answer before the deadline");
+    if (a->bye_done && a->cur)
+        tk_log_warn("agones: a request still unanswered %g s after POST /shutdown was sent",
+                    cfg_timeout(a));
     abandon_all(a, "shutting down");
 }
 

@@ -28,7 +28,8 @@ static void usage(FILE *out)
             "  -n, --frames N           run N frames, then shut down gracefully\n"
             "  -l, --log-level LEVEL    error, warn, info or debug ([log] level)\n"
             "      --set SECTION.KEY=VALUE  override any config key\n"
-            "      --check-config       validate the configuration and exit (0 ok, 1 not)\n"
+            "      --check-config       validate the configuration (and AGONES_SDK_HTTP_PORT)\n"
+            "                           and exit (0 ok, 1 not)\n"
             "  -V, --version            print the version and exit\n"
             "  -h, --help               print this help and exit\n"
             "\n"
@@ -169,6 +170,12 @@ int main(int argc, char **argv)
             const char *origin = tkd_config_origin(&d.cfg, "plugins", "load");
             fprintf(stderr, "tickd: %s: %s\n",
                     origin ? origin : config_path ? config_path : "(defaults)", perr);
+            tkd_config_free(&d.cfg);
+            return 1;
+        }
+        unsigned agones_port;
+        if (tkd_agones_port(&d, &agones_port, perr, sizeof perr) < 0) {
+            fprintf(stderr, "tickd: %s\n", perr);
             tkd_config_free(&d.cfg);
             return 1;
         }

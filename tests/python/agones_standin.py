@@ -89,7 +89,8 @@ class Standin:
         self.version = 0                # bumped on every GameServer update
         self.faults = []                # [kind, paths or None, count or None]
         self.slow_watch = None          # (piece bytes, seconds between pieces)
-        self.injected = []              # raw bytes waiting for watch streams
+        self.injected = []              # raw bytes for watch streams: (bytes, piece, pause)
+        self.watch_sent = -1            # the version the last watch line carried
         self.on_ready = None            # called in /ready's thread before it answers
         self._server = None
         self._thread = None
@@ -176,11 +177,12 @@ class Standin:
         with self.cond:
             self._set_state(state, external=True)
 
-    def inject(self, raw):
-        """Send raw bytes on every open watch stream, as they are (and nothing
-        else with them)."""
+    def inject(self, raw, piece=None, pause=0.0):
+        """Send raw bytes on every open watch stream, as they are (after any
+        GameServer update due), in chunks of `piece` bytes `pause` seconds
+        apart (None: one chunk)."""
         with self.cond:
-            self.injected.append(raw)
+            self.injected.append((raw, piece, pause))
             self.cond.notify_all()
 
     def calls_to(self, path, method=None):
@@ -386,17 +388,20 @@ class Standin:
     def _watch(self, h):
         """A chunked stream: the GameServer now, then one line per update
         (and what inject() queues), until the client or the stand-in goes."""
+        with self.cond:  # before the headers: what comes after them is sent
+            seen = self.version
+            line = json.dumps({"result": self.gameserver()}).encode() + b"\n"
+            injected_seen = len(self.injected)
         h.send_response(200)
         h.send_header("Content-Type", "application/json")
         h.send_header("Transfer-Encoding", "chunked")
         h.end_headers()
         h.close_connection = True
-        with self.cond:
-            seen = self.version
-            line = json.dumps({"result": self.gameserver()}).encode() + b"\n"
-            injected_seen = len(self.injected)
         try:
             self._send_chunks(h, line)
+            with self.cond:
+                self.watch_sent = seen
+                self.cond.notify_all()
             while not self._stopping.is_set():
                 with self.cond:
                     while (self.version == seen and len(self.injected) == injected_seen
@@ -404,17 +409,25 @@ class Standin:
                         self.cond.wait(0.1)
                     if self._stopping.is_set():
                         return
-                    out = b"".join(self.injected[injected_seen:])
+                    raw = self.injected[injected_seen:]
                     injected_seen = len(self.injected)
+                    update = None
                     if self.version != seen:
                         seen = self.version
-                        out += json.dumps({"result": self.gameserver()}).encode() + b"\n"
-                self._send_chunks(h, out)
+                        update = json.dumps({"result": self.gameserver()}).encode() + b"\n"
+                if update:
+                    self._send_chunks(h, update)
+                    with self.cond:
+                        self.watch_sent = seen
+                        self.cond.notify_all()
+                for data, piece, pause in raw:
+                    self._send_chunks(h, data, piece, pause)
         except OSError:
             return  # the client went away
 
-    def _send_chunks(self, h, data):
-        piece, pause = self.slow_watch or (len(data), 0)
+    def _send_chunks(self, h, data, piece=None, pause=0.0):
+        if piece is None:
+            piece, pause = self.slow_watch or (len(data), 0)
         for i in range(0, len(data), piece):
             part = data[i:i + piece]
             h.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))

@@ -14,6 +14,7 @@ root: BUILD=build python3 -m unittest tests/python/test_agones.py -v
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -22,7 +23,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from agones_standin import Standin  # noqa: E402
-from tickd_daemon import ROOT, Daemon, scale  # noqa: E402
+from tickd_daemon import ROOT, Daemon, binary, scale  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "clients", "python", "src"))
 import tickd  # noqa: E402
@@ -175,7 +176,8 @@ class Lifecycle(AgonesCase):
         # A timer action may call them too.
         c.call("timer.set", {"rate": 0.01, "action": {"method": "agones.reserve",
                                                        "params": {"seconds": 0}}})
-        s.wait(lambda: len(s.calls_to("/reserve")) == 2, scale(10), "the action's /reserve")
+        self.wait_info(c, lambda a: a["state"] == "Reserved", "the action's Reserve")
+        self.assertEqual(len(s.calls_to("/reserve")), 2)
         self.assertEqual(s.calls_to("/reserve")[-1].body, {"seconds": "0"})
         # One watch all along, one GET /gameserver after it opened.
         self.assertEqual(len(s.calls_to("/watch/gameserver")), 1)
@@ -185,7 +187,7 @@ class Lifecycle(AgonesCase):
         self.assertEqual(s.state, "Shutdown")
         self.assertEqual(s.calls[-1].path, "/shutdown")
         self.assertEqual(s.calls[-1].body, {})
-        self.assertNotIn("warn", d.stderr())
+        self.assertNotRegex(d.stderr(), r"(warn|error): (agones|timer action)")
 
     def test_labels_instead_of_annotations(self):
         s = self.standin()
@@ -237,6 +239,11 @@ class Lifecycle(AgonesCase):
             self.daemons.append(d)
             self.assertEqual(d.wait_exit(), 1, bad)
             self.assertIn(f"AGONES_SDK_HTTP_PORT = {bad}: not a port number", d.stderr())
+            r = subprocess.run([binary(), "--check-config"], capture_output=True, text=True,
+                               cwd=ROOT, env=dict(os.environ, AGONES_SDK_HTTP_PORT=bad),
+                               timeout=scale(30))
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn("AGONES_SDK_HTTP_PORT", r.stderr)
 
 
 class Adversity(AgonesCase):
@@ -361,18 +368,19 @@ class Adversity(AgonesCase):
         not a GameServer are ignored; a line over 1 MiB drops the stream,
         which is opened again; the state follows throughout."""
         s = self.standin()
-        s.slow_watch = (7, 0.005)
-        d = self.daemon(s.port)
+        s.slow_watch = (7, 0.005)  # the first line too
+        d = self.daemon(s.port, {"agones.metadata_s": "0"})  # no updates but ours
         c = self.client(d)
         self.wait_info(c, lambda a: a["state"] == "Ready", "Ready")
+        s.wait(lambda: s.watch_sent == s.version, scale(10), "the watch caught up")
+        s.slow_watch = None
         garbage = [b"not json\n", b"[1,2]\n", b'{"error":{"grpc_code":2,"message":"x"}}\n',
                    b'{"result":{"status":{"state":"Rea dy"}}}\n',
                    b'{"result":{"status":{"state":"' + b"A" * 40 + b'"}}}\n',
                    b'{"result":{"status":{}}}\n', b'{"result":' + b"[" * 5000 + b"\n",
                    b"\r\n", b'{"result":{"status":{"state":"Allocated"},'
                    b'"object_meta":{"name":"a\\nb"}}}\r\n']
-        s.slow_watch = None
-        s.inject(b"".join(garbage))
+        s.inject(b"".join(garbage), piece=7, pause=0.002)
         a = self.wait_info(c, lambda a: a["state"] == "Allocated", "Allocated")
         self.assertIsNone(a["name"])  # a name with a control character is not shown
         self.assertEqual(len(s.calls_to("/watch/gameserver")), 1)
@@ -380,8 +388,10 @@ class Adversity(AgonesCase):
                  b'"}}\n')
         s.wait(lambda: len(s.calls_to("/watch/gameserver")) == 2, scale(10), "a new watch")
         self.assertIn("a line over 1048576 bytes", d.stderr())
-        s.set_state("Ready")
+        # The new stream starts with the GameServer as it is: Ready.
         self.wait_info(c, lambda a: a["state"] == "Ready", "Ready after the new watch")
+        s.set_state("Allocated")
+        self.wait_info(c, lambda a: a["state"] == "Allocated", "Allocated on the new watch")
         self.frames_go_on(c)
         self.stop(d)
 
