@@ -27,9 +27,10 @@ DEB_TOOLS := pkg-config
 # the Python client, tests/python)
 DEP_CMDS  := promtool:prometheus prometheus:prometheus python3:python3 pip3:python3-pip
 # Python module -> Debian package: modules the Python tests import (jsonschema
-# checks rpc.discover's document against the OpenRPC meta-schema); found in
-# python3 or in the system's /usr/bin/python3
-DEP_PYMODS := jsonschema:python3-jsonschema
+# checks rpc.discover's document against the OpenRPC meta-schema; yaml reads
+# the Kubernetes manifests of deploy/k8s); found in python3 or in the system's
+# /usr/bin/python3
+DEP_PYMODS := jsonschema:python3-jsonschema yaml:python3-yaml
 
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
