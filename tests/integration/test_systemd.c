@@ -1028,6 +1028,13 @@ static const char *read_repo_file(const char *path)
     return s;
 }
 
+/* Each of the NULL-terminated `lines` is in `text` (the file `name`). */
+static void has_lines(const char *text, const char *name, const char *const *lines)
+{
+    for (size_t i = 0; lines[i]; i++)
+        ck_assert_msg(strstr(text, lines[i]), "%s lacks %s", name, lines[i]);
+}
+
 /* The unit files say what the issue asks, line by line. */
 START_TEST(systemd_units_content)
 {
@@ -1045,8 +1052,7 @@ START_TEST(systemd_units_content)
         "User=tickd\n",
         "Group=tickd\n",
         NULL};
-    for (size_t i = 0; lines[i]; i++)
-        ck_assert_msg(strstr(svc, lines[i]), "tickd.service lacks %s", lines[i]);
+    has_lines(svc, "tickd.service", lines);
     const char *sock = read_repo_file("systemd/tickd.socket");
     const char *ls = strstr(sock, "\nListenStream=");
     ck_assert_ptr_nonnull(ls);
@@ -1074,8 +1080,7 @@ START_TEST(systemd_units_content)
         "User=tickd\n",
         "Group=tickd\n",
         NULL};
-    for (size_t i = 0; tlines[i]; i++)
-        ck_assert_msg(strstr(tpl, tlines[i]), "tickd@.service lacks %s", tlines[i]);
+    has_lines(tpl, "tickd@.service", tlines);
     /* Its sandbox is the singleton's, line for line. */
     const char *from = strstr(svc, "\nNoNewPrivileges=");
     const char *to = strstr(svc, "\n[Install]");
