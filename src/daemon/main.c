@@ -34,6 +34,8 @@ static void usage(FILE *out)
             "  -h, --help               print this help and exit\n"
             "\n"
             "Flags override the config file, also across SIGHUP reloads.\n"
+            "With AGONES_SDK_HTTP_PORT set (or [agones] enabled) tickd drives its Agones\n"
+            "GameServer through the SDK server on 127.0.0.1 (tickd(8), AGONES).\n"
             "Signals: SIGTERM/SIGINT graceful shutdown; SIGHUP reloads reloadable keys.\n"
             "Exit status: 0 after a graceful shutdown, 1 on a configuration or start-up\n"
             "error (the message names the file, line and key, or the cause), 2 on a usage\n"
