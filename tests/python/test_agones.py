@@ -74,14 +74,17 @@ class AgonesCase(unittest.TestCase):
     def info(self, c):
         return c.call("engine.info")["agones"]
 
-    def wait_info(self, c, pred, what, timeout=10):
+    def wait_info(self, c, pred, what, timeout=10, d=None):
+        """Poll engine.info's agones until pred holds; the failure shows the
+        daemon's log when `d` is given."""
         deadline = time.monotonic() + scale(timeout)
         while True:
             a = self.info(c)
             if pred(a):
                 return a
             if time.monotonic() > deadline:
-                self.fail(f"engine.info agones: {what} not reached: {a}")
+                self.fail(f"engine.info agones: {what} not reached: {a}"
+                          + (f"\n{d.stderr()}" if d else ""))
             time.sleep(0.01)
 
     def frames_go_on(self, c, n=20):
@@ -291,11 +294,7 @@ class Adversity(AgonesCase):
         s.wait(lambda: len(s.calls_to("/watch/gameserver")) > watches, scale(10), "a new watch")
         self.wait_info(c, lambda a: a["reachable"], "reachable again")
         s.set_state("Allocated")
-        try:
-            self.wait_info(c, lambda a: a["state"] == "Allocated", "Allocated")
-        except AssertionError:
-            print(d.stderr(), s.calls[-20:])
-            raise
+        self.wait_info(c, lambda a: a["state"] == "Allocated", "Allocated", d=d)
         self.assertEqual(d.stderr().count("the SDK server does not answer"), 1, d.stderr())
         self.stop(d)
 
