@@ -7,8 +7,9 @@
  * prerequisites, walks a sorted cooldown list and re-sorts the functions it
  * rescheduled.  tickd keeps the result of that work between frames.
  *
- * Records.  A registered function is a 40-byte record in a slab (`rec`),
- * named by slot index + generation.  Rare attributes (interval, custom
+ * Records.  A registered function is a 32-byte record in a slab (`rec`),
+ * named by slot index + generation (the low 32 bits of its registration
+ * number).  Rare attributes (interval, custom
  * dilation, prerequisites and dependents, materialized counters, per-frame
  * marks) live in an `ext` record that only unusual functions have.
  *
@@ -109,20 +110,23 @@ enum {
     RF_LOWBAND = 1u << 7,   /* high priority yielded to a prerequisite      */
 };
 
+/* 32 bytes.  Its class is its lane's (every function sits in one lane), its
+ * generation the low 32 bits of its registration number (rec_gen): never 0,
+ * and different for every registration, so a stale id never names the
+ * function registered in its slot after it (until 2^32 registrations later). */
 typedef struct rec {
-    uint64_t seq;      /* registration order                              */
-    uint32_t gen;      /* generation of the slot                          */
+    uint64_t seq;      /* registration order (low 32 bits: the generation) */
     uint32_t ext;      /* ext record, 0 = none                            */
     uint32_t lane;     /* lane it sits in                                 */
     uint32_t pos;      /* position in the lane; next free slot when free  */
     uint32_t cohort;   /* counters derived from the lane, 0 = not derived */
     uint16_t level;    /* level slot index                                */
-    uint16_t cls;      /* class                                           */
     uint8_t grp;       /* configured group | end group << 4               */
     uint8_t act;       /* actual start group | actual end group << 4      */
     uint8_t state;     /* tk_tick_state or RS_FREE                        */
     uint8_t flags;     /* RF_*                                            */
 } rec;
+_Static_assert(sizeof(rec) == 32, "rec is 32 bytes");
 
 typedef struct ext {
     uint32_t rec;          /* owner slot; NONE32 when free (next free in wnode) */
@@ -268,8 +272,8 @@ typedef struct tclass {
 
 /* An entry of a group's extras list: a function queued this frame. */
 typedef struct xent {
-    uint64_t seq;
-    uint32_t idx, gen;
+    uint64_t seq;          /* registration number: the function still is idx's */
+    uint32_t idx;
     uint32_t depth;
     uint16_t cls;
     uint8_t band;
@@ -465,6 +469,8 @@ static inline void bit_put(uint64_t *b, uint32_t i, bool v)
 static inline struct tk__ticks *T_of(const tk_world_t *w) { return w->ticks; }
 static inline uint64_t fmark(const tk_world_t *w) { return w->frame + 1; }
 
+static inline uint32_t rec_gen(const rec *r) { return (uint32_t)r->seq; }
+
 static rec *live_rec(const tk_world_t *w, tk_tick_id id)
 {
     struct tk__ticks *T = T_of(w);
@@ -472,7 +478,7 @@ static rec *live_rec(const tk_world_t *w, tk_tick_id id)
     if (id == TK_TICK_NONE || s >= T->n_recs)
         return NULL;
     rec *r = &T->recs[s];
-    if (r->state == RS_FREE || r->gen != id_gen(id))
+    if (r->state == RS_FREE || rec_gen(r) != id_gen(id))
         return NULL;
     return r;
 }
@@ -484,7 +490,13 @@ static inline uint32_t slot_of(const struct tk__ticks *T, const rec *r)
 
 static inline tk_tick_id id_of(const struct tk__ticks *T, const rec *r)
 {
-    return make_id(slot_of(T, r), r->gen);
+    return make_id(slot_of(T, r), rec_gen(r));
+}
+
+/* The class of a function: its lane's. */
+static inline uint16_t rec_cls(const struct tk__ticks *T, const rec *r)
+{
+    return T->lanes[r->lane].cls;
 }
 
 static inline ext *ext_of(const struct tk__ticks *T, const rec *r)
@@ -554,10 +566,10 @@ static void describe(const tk_world_t *w, const rec *r, char *buf, size_t len)
     const lane *L = &T->lanes[r->lane];
     void *target = L->targets[r->pos];
     if (T->namer) {
-        T->namer(T->namer_ud, make_id(s, r->gen), target, buf, len);
+        T->namer(T->namer_ud, make_id(s, rec_gen(r)), target, buf, len);
         return;
     }
-    snprintf(buf, len, "tick %u:%u [%s]", s, r->gen, T->classes[r->cls].name);
+    snprintf(buf, len, "tick %u:%u [%s]", s, rec_gen(r), T->classes[L->cls].name);
 }
 
 /* ---- lanes --------------------------------------------------------------- */
@@ -1806,17 +1818,13 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     } else {
         TK_GROW(T->recs, T->cap_recs, T->n_recs + 1);
         s = (uint32_t)T->n_recs++;
-        T->recs[s].gen = 0;
     }
     rec *r = &T->recs[s];
-    uint32_t gen = r->gen + 1;
-    if (gen == 0)
-        gen = 1;
     memset(r, 0, sizeof *r);
-    r->gen = gen;
+    if ((uint32_t)T->seq_next == 0)
+        T->seq_next++; /* a generation is never 0 */
     r->seq = T->seq_next++;
     r->level = (uint16_t)(lv - w->levels);
-    r->cls = d->cls;
     int end = d->spec.end_group == TK_GROUP_SAME ? (int)d->spec.group : (int)d->spec.end_group;
     r->grp = grp_pack(d->spec.group, end);
     r->act = grp_pack(d->spec.group, d->spec.group);
@@ -1846,7 +1854,7 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     mark_dirty(T, r);
     if (r->state == TK_TICK_ENABLED && in_groups(w))
         add_newly(w, r);
-    *out = make_id(s, gen);
+    *out = make_id(s, rec_gen(r));
     return 0;
 }
 
@@ -2184,7 +2192,7 @@ int tk_tick_get(const tk_world_t *w, tk_tick_id id, tk_tick_info *out)
     const ext *x = ext_of(T, r);
     memset(out, 0, sizeof *out);
     out->id = id;
-    out->cls = r->cls;
+    out->cls = rec_cls(T, r);
     out->level = ((tk_level_id)w->levels[r->level].gen << 16) | r->level;
     out->target = T->lanes[r->lane].targets[r->pos];
     out->spec.group = grp_of(r->grp);
@@ -2244,7 +2252,7 @@ bool tk_tick_next(const tk_world_t *w, uint64_t *cursor, tk_tick_id *out)
     for (uint64_t i = *cursor; i < T->n_recs; i++) {
         const rec *r = &T->recs[i];
         if (r->state != RS_FREE) {
-            *out = make_id((uint32_t)i, r->gen);
+            *out = make_id((uint32_t)i, rec_gen(r));
             *cursor = i + 1;
             return true;
         }
@@ -2288,7 +2296,7 @@ static void check_invariants(const struct tk__ticks *T)
                 continue;
             }
             const rec *r = &T->recs[id_slot(id)];
-            TK_ASSERT(r->state != RS_FREE && r->gen == id_gen(id));
+            TK_ASSERT(r->state != RS_FREE && rec_gen(r) == id_gen(id));
             TK_ASSERT(r->lane == l && r->pos == p);
             const ext *x = ext_of(T, r);
             if (x && x->dset) {
@@ -2691,7 +2699,7 @@ static void settle(tk_world_t *w, rec *r)
     const ext *x = ext_of(T, r);
     int group = (r->flags & RF_DYNAMIC) ? grp_of(r->grp) : grp_of(r->act);
     uint32_t depth = (!(r->flags & RF_DYNAMIC) && x) ? x->depth : 0;
-    uint32_t lid = lane_get(T, group, band_of(r), depth, r->cls);
+    uint32_t lid = lane_get(T, group, band_of(r), depth, rec_cls(T, r));
     if (lid != r->lane) {
         /* A due set is one lane's: a member leaves it (and may join one in
          * its new lane below). */
@@ -2923,7 +2931,7 @@ static void prof_flush(tk_world_t *w, uint64_t now)
         return;
     tk_prof_event ev = {.kind = TK_PROF_RUN, .group = T->pr_group, .cls = T->pr_cls,
                         .level = level_id_of(w, T->pr_level), .n = T->pr_n,
-                        .id = make_id(T->pr_first, T->recs[T->pr_first].gen),
+                        .id = make_id(T->pr_first, rec_gen(&T->recs[T->pr_first])),
                         .target = T->pr_target, .start_ns = T->pr_t0, .ns = now - T->pr_t0,
                         .pause_frame = w->frame_paused};
     T->pr_n = 0;
@@ -3125,20 +3133,20 @@ static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame, sl
     x->accum += dt;
     uint32_t s = slot_of(T, r);
     check_once(w, s);
-    tk_tick_id id = make_id(s, r->gen);
+    tk_tick_id id = make_id(s, rec_gen(r));
     const lane *L = &T->lanes[r->lane];
     void *target = L->targets[r->pos];
-    const tclass *c = &T->classes[r->cls];
+    uint16_t cls = L->cls, lv = r->level;
+    const tclass *c = &T->classes[cls];
     w->fstats.ticks_run++;
     if (T->trace)
         T->trace(T->trace_ud, id, target, label);
     tk_tick_ctx ctx = {w, id, w->frame, label, pause_frame};
     bool single = false;
     if (w->prof_on) {
-        prof_feed(w, r->cls, r->level, (uint8_t)label, 1, s, target);
-        single = prof_single(w, r->cls);
+        prof_feed(w, cls, lv, (uint8_t)label, 1, s, target);
+        single = prof_single(w, cls);
     }
-    uint16_t cls = r->cls, lv = r->level;
     if (sr)
         sr_before(w, sr, id, target, cls, pos);
     if (single) {
@@ -3561,7 +3569,7 @@ static void queue_finish(tk_world_t *w, const wframe *f, rec *r, int ctxg)
         x->task = F;
         size_t *n = &T->n_xs[start];
         TK_GROW(T->xs[start], T->cap_xs[start], *n + 1);
-        T->xs[start][(*n)++] = (xent){r->seq, slot_of(T, r), r->gen, depth, r->cls, x->fband};
+        T->xs[start][(*n)++] = (xent){r->seq, slot_of(T, r), depth, rec_cls(T, r), x->fband};
     }
     x->queued = F;
 }
@@ -3660,7 +3668,7 @@ static void run_extras(tk_world_t *w, int g, int band)
         if (e.band != band)
             continue;
         rec *r = &T->recs[e.idx];
-        if (r->state == RS_FREE || r->gen != e.gen)
+        if (r->state == RS_FREE || r->seq != e.seq)
             continue;
         ext *x = ext_of(T, r);
         x->done = F;
