@@ -113,7 +113,8 @@
  * and the phases that do not depend on it still run.  Exit status 0 when
  * every BENCH.md figure was measured, 1 otherwise (the ones measured are
  * still printed).  The whole run takes about 4 minutes; `--pacing` runs
- * only the idle daemons and the TPS figures (about 2 minutes).
+ * only the idle daemons and the TPS figures (about 2 minutes), `--movers`
+ * only the 1M movers figures, `--snapshots` only the save and load ones.
  *
  * What this file does not measure: the core's tick, timer and memory
  * figures (bench_tick.c and the other bench files).
@@ -2151,6 +2152,8 @@ int main(int argc, char **argv)
     /* --snapshots: only the save and load figures (for working on them) */
     bool snapshots_only = argc > 1 && !strcmp(argv[1], "--snapshots");
     bool pacing_only = argc > 1 && !strcmp(argv[1], "--pacing");
+    /* --movers: only the 1M movers figures (mspt, p99, bytes per mover) */
+    bool movers_only = argc > 1 && !strcmp(argv[1], "--movers");
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -2176,6 +2179,12 @@ int main(int argc, char **argv)
         cleanup_files();
         rmdir(b.dir);
         return fig_ok[F_SAVE_GAP] && fig_ok[F_LOAD_GAP] ? 0 : 1;
+    }
+    if (movers_only) {
+        movers(&b);
+        cleanup_files();
+        rmdir(b.dir);
+        return fig_ok[F_BYTES_MOVER] && fig_ok[F_MSPT_P99_MOVERS_1T] ? 0 : 1;
     }
     idle_daemon(&b);
     if (!pacing_only) {
