@@ -7,11 +7,11 @@
  * prerequisites, walks a sorted cooldown list and re-sorts the functions it
  * rescheduled.  tickd keeps the result of that work between frames.
  *
- * Records.  A registered function is a 32-byte record in a slab (`rec`),
+ * Records.  A registered function is a 24-byte record in a slab (`rec`),
  * named by slot index + generation (the low 32 bits of its registration
- * number).  Rare attributes (interval, custom
- * dilation, prerequisites and dependents, materialized counters, per-frame
- * marks) live in an `ext` record that only unusual functions have.
+ * number).  Rare attributes (interval, custom dilation, prerequisites and
+ * dependents, materialized counters, per-frame marks) live in an `ext`
+ * record that only unusual functions have.
  *
  * Lanes.  Every registered function sits in exactly one lane: a dense array
  * of targets and ids (plus four bitmaps, see `lane`) for one (actual start
@@ -110,26 +110,40 @@ enum {
     RF_LOWBAND = 1u << 7,   /* high priority yielded to a prerequisite      */
 };
 
-/* 32 bytes.  Its class is its lane's (every function sits in one lane), its
- * generation the low 32 bits of its registration number (rec_gen): never 0,
- * and different for every registration, so a stale id never names the
- * function registered in its slot after it (until 2^32 registrations later). */
+/*
+ * 24 bytes, read through the rec_* accessors below:
+ *   - its registration number (52 bits: rec_seq) and level slot (12 bits:
+ *     levels alive at once are at most TK_LEVEL_MAX = 4096, so their slots
+ *     are below 4096) share a word;
+ *   - its generation is the low 32 bits of its registration number
+ *     (rec_gen): never 0, and different for every registration, so a stale
+ *     id never names the function registered in its slot after it (until
+ *     2^32 registrations later);
+ *   - its class is its lane's (every function sits in one lane: rec_cls);
+ *   - one word names its ext record (REC_EXT set) or, without one, its
+ *     cohort (0 = neither); a function with an ext record keeps its cohort
+ *     there (rec_ext, rec_cohort, set_cohort).
+ */
+#define REC_SEQ_BITS 52
+#define REC_LEVEL_BITS 12
+#define REC_EXT 0x80000000u
+_Static_assert(TK_LEVEL_MAX <= (1 << REC_LEVEL_BITS), "level slots fit in a record");
+
 typedef struct rec {
-    uint64_t seq;      /* registration order (low 32 bits: the generation) */
-    uint32_t ext;      /* ext record, 0 = none                            */
+    uint64_t sl;       /* registration number << 12 | level slot index    */
+    uint32_t cx;       /* REC_EXT | ext record, or cohort; 0 = neither    */
     uint32_t lane;     /* lane it sits in                                 */
     uint32_t pos;      /* position in the lane; next free slot when free  */
-    uint32_t cohort;   /* counters derived from the lane, 0 = not derived */
-    uint16_t level;    /* level slot index                                */
     uint8_t grp;       /* configured group | end group << 4               */
     uint8_t act;       /* actual start group | actual end group << 4      */
     uint8_t state;     /* tk_tick_state or RS_FREE                        */
     uint8_t flags;     /* RF_*                                            */
 } rec;
-_Static_assert(sizeof(rec) == 32, "rec is 32 bytes");
+_Static_assert(sizeof(rec) == 24, "rec is 24 bytes");
 
 typedef struct ext {
     uint32_t rec;          /* owner slot; NONE32 when free (next free in wnode) */
+    uint32_t cohort;       /* the owner's cohort (see rec), 0 = not derived     */
     uint32_t wnode;        /* node in a wheel while cooling down on its own,
                               else NONE32                                       */
     uint32_t dset;         /* due set it cools down in, 0 = none                */
@@ -469,7 +483,13 @@ static inline void bit_put(uint64_t *b, uint32_t i, bool v)
 static inline struct tk__ticks *T_of(const tk_world_t *w) { return w->ticks; }
 static inline uint64_t fmark(const tk_world_t *w) { return w->frame + 1; }
 
-static inline uint32_t rec_gen(const rec *r) { return (uint32_t)r->seq; }
+static inline uint64_t rec_seq(const rec *r) { return r->sl >> REC_LEVEL_BITS; }
+static inline uint16_t rec_level(const rec *r)
+{
+    return (uint16_t)(r->sl & ((1u << REC_LEVEL_BITS) - 1));
+}
+static inline uint32_t rec_gen(const rec *r) { return (uint32_t)rec_seq(r); }
+static inline uint32_t rec_ext(const rec *r) { return (r->cx & REC_EXT) ? r->cx & ~REC_EXT : 0; }
 
 static rec *live_rec(const tk_world_t *w, tk_tick_id id)
 {
@@ -501,13 +521,26 @@ static inline uint16_t rec_cls(const struct tk__ticks *T, const rec *r)
 
 static inline ext *ext_of(const struct tk__ticks *T, const rec *r)
 {
-    return r->ext ? &T->exts[r->ext] : NULL;
+    return (r->cx & REC_EXT) ? &T->exts[r->cx & ~REC_EXT] : NULL;
+}
+
+static inline uint32_t rec_cohort(const struct tk__ticks *T, const rec *r)
+{
+    return (r->cx & REC_EXT) ? T->exts[r->cx & ~REC_EXT].cohort : r->cx;
+}
+
+static inline void set_cohort(struct tk__ticks *T, rec *r, uint32_t c)
+{
+    if (r->cx & REC_EXT)
+        T->exts[r->cx & ~REC_EXT].cohort = c;
+    else
+        r->cx = c;
 }
 
 static ext *ensure_ext(struct tk__ticks *T, rec *r)
 {
-    if (r->ext)
-        return &T->exts[r->ext];
+    if (r->cx & REC_EXT)
+        return &T->exts[r->cx & ~REC_EXT];
     uint32_t e;
     if (T->ext_free) {
         e = T->ext_free;
@@ -524,33 +557,39 @@ static ext *ensure_ext(struct tk__ticks *T, rec *r)
     x->wnode = NONE32;
     x->dilation = 1.0f;
     x->last_iv_ns = -1;
-    r->ext = e;
+    x->cohort = r->cx; /* no ext record: cx is its cohort */
+    TK_ASSERT(e < REC_EXT);
+    r->cx = e | REC_EXT;
     return x;
 }
 
 static void free_ext(struct tk__ticks *T, rec *r)
 {
-    if (!r->ext)
+    uint32_t e = rec_ext(r);
+    if (!e)
         return;
-    ext *x = &T->exts[r->ext];
+    ext *x = &T->exts[e];
+    uint32_t coh = x->cohort;
     tk_free(x->pre);
     tk_free(x->pre_cycle);
     tk_free(x->dep);
     memset(x, 0, sizeof *x);
     x->rec = NONE32;
     x->wnode = T->ext_free;
-    T->ext_free = r->ext;
-    r->ext = 0;
+    T->ext_free = e;
+    r->cx = coh;
 }
 
 static inline uint64_t iv_of(const struct tk__ticks *T, const rec *r)
 {
-    return r->ext ? T->exts[r->ext].interval_ns : 0;
+    const ext *x = ext_of(T, r);
+    return x ? x->interval_ns : 0;
 }
 
 static inline float dil_of(const struct tk__ticks *T, const rec *r)
 {
-    return r->ext ? T->exts[r->ext].dilation : 1.0f;
+    const ext *x = ext_of(T, r);
+    return x ? x->dilation : 1.0f;
 }
 
 static inline bool has_graph(const struct tk__ticks *T, const rec *r)
@@ -703,18 +742,18 @@ static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
     bit_set(L->spec, p);
     bit_clr(L->ivl, p);
     bit_put(L->solo, p, !(r->flags & RF_BATCH));
-    if (p == L->sorted_n && r->seq > L->last_seq)
+    if (p == L->sorted_n && rec_seq(r) > L->last_seq)
         L->sorted_n = p + 1;
     else
         lane_mark_dirty(T, lid);
-    if (r->seq > L->last_seq)
-        L->last_seq = r->seq;
+    if (rec_seq(r) > L->last_seq)
+        L->last_seq = rec_seq(r);
     r->lane = lid;
     r->pos = p;
     if (!L->lvl_mixed) {
-        L->level = r->level;
+        L->level = rec_level(r);
         L->lvl_mixed = 1;
-    } else if (L->level != r->level) {
+    } else if (L->level != rec_level(r)) {
         L->lvl_mixed = 2;
     }
 }
@@ -786,7 +825,7 @@ static void lane_merge_tail(struct tk__ticks *T, uint32_t lid)
             L->n_dead--;
             continue;
         }
-        tail[n_tail++] = (lent){T->recs[id_slot(L->ids[i])].seq, L->ids[i], L->targets[i],
+        tail[n_tail++] = (lent){rec_seq(&T->recs[id_slot(L->ids[i])]), L->ids[i], L->targets[i],
                                 (uint8_t)(bit_get(L->act, i) | bit_get(L->spec, i) << 1 |
                                           bit_get(L->ivl, i) << 2 | bit_get(L->solo, i) << 3)};
     }
@@ -803,7 +842,7 @@ static void lane_merge_tail(struct tk__ticks *T, uint32_t lid)
     int64_t moved_to = -1;
     int64_t i = (int64_t)from - 1, j = (int64_t)n_tail - 1, k = (int64_t)total - 1;
     while (j >= 0) {
-        if (i >= 0 && (!L->ids[i] || T->recs[id_slot(L->ids[i])].seq > tail[j].seq)) {
+        if (i >= 0 && (!L->ids[i] || rec_seq(&T->recs[id_slot(L->ids[i])]) > tail[j].seq)) {
             if (comp && i == (int64_t)track)
                 moved_to = k;
             entry_move(T, L, (uint32_t)i, (uint32_t)k);
@@ -939,8 +978,9 @@ static int64_t last_iv_of(const tk_world_t *w, const rec *r)
 static void get_counters(const tk_world_t *w, const rec *r, counters *c)
 {
     const struct tk__ticks *T = T_of(w);
-    if (r->cohort) {
-        const cohort *C = &T->cohorts[r->cohort];
+    uint32_t coh = rec_cohort(T, r);
+    if (coh) {
+        const cohort *C = &T->cohorts[coh];
         uint64_t runs, lf;
         double laccum;
         float ld;
@@ -998,7 +1038,7 @@ static void cohort_release(struct tk__ticks *T, uint32_t id)
 static void join_derived(tk_world_t *w, rec *r, uint32_t src)
 {
     struct tk__ticks *T = T_of(w);
-    TK_ASSERT(!r->cohort);
+    TK_ASSERT(!rec_cohort(T, r));
     counters c;
     get_counters(w, r, &c);
     uint64_t runs;
@@ -1021,7 +1061,7 @@ static void join_derived(tk_world_t *w, rec *r, uint32_t src)
             C->ticks0 == c.ticks && C->accum0 == c.accum && C->last_frame0 == c.last_frame &&
             C->last_dt0 == c.last_dt) {
             C->refs++;
-            r->cohort = id;
+            set_cohort(T, r, id);
             goto done;
         }
     }
@@ -1038,7 +1078,7 @@ static void join_derived(tk_world_t *w, rec *r, uint32_t src)
     T->cohorts[id] = (cohort){.src = src, .refs = 1, .runs0 = runs, .laccum0 = sacc,
                               .ticks0 = c.ticks, .accum0 = c.accum, .last_frame0 = c.last_frame,
                               .last_dt0 = c.last_dt};
-    r->cohort = id;
+    set_cohort(T, r, id);
     for (size_t probe = 0; probe < 4; probe++) {
         size_t s = (h + probe) & 63;
         uint32_t old = T->coh_cache[s];
@@ -1048,8 +1088,8 @@ static void join_derived(tk_world_t *w, rec *r, uint32_t src)
         }
     }
 done:
-    if (r->ext) {
-        ext *x = &T->exts[r->ext];
+    if (r->cx & REC_EXT) {
+        ext *x = &T->exts[rec_ext(r)];
         x->ticks = 0;
         x->last_frame = 0;
         x->accum = 0;
@@ -1177,7 +1217,7 @@ static void dset_remove(tk_world_t *w, rec *r, bool keep_cooling)
     if (x->dmi != last) {
         uint32_t moved = D->slots[last];
         D->slots[x->dmi] = moved;
-        T->exts[T->recs[moved].ext].dmi = x->dmi;
+        T->exts[rec_ext(&T->recs[moved])].dmi = x->dmi;
     }
     if (dset_cache_ok(T, D)) {
         uint32_t wd = r->pos >> 6, lo = 0, hi = D->nw;
@@ -1210,12 +1250,13 @@ static void materialize(tk_world_t *w, rec *r)
 {
     T_of(w)->mut++;
     struct tk__ticks *T = T_of(w);
-    if (!r->cohort)
+    uint32_t coh = rec_cohort(T, r);
+    if (!coh)
         return;
     counters c;
     get_counters(w, r, &c);
-    cohort_release(T, r->cohort);
-    r->cohort = 0;
+    cohort_release(T, coh);
+    set_cohort(T, r, 0);
     bit_set(T->lanes[r->lane].spec, r->pos);
     ext *x = ensure_ext(T, r);
     x->ticks = c.ticks;
@@ -1329,7 +1370,7 @@ static void dset_unfire(tk_world_t *w, uint32_t id)
 static inline float member_dt(const struct tk__ticks *T, uint64_t id)
 {
     const rec *r = &T->recs[id_slot(id)];
-    return T->dsets[T->exts[r->ext].dset].dt;
+    return T->dsets[T->exts[rec_ext(r)].dset].dt;
 }
 
 /* ---- grouping map --------------------------------------------------------------- */
@@ -1778,8 +1819,8 @@ static void pre_remove_at(struct tk__ticks *T, rec *r, uint32_t i)
     uint32_t j = e->di;
     edge_del(T, e);
     rec *p = &T->recs[ps];
-    if (p->ext)
-        dep_take(T, &T->exts[p->ext], ps, j);
+    if (p->cx & REC_EXT)
+        dep_take(T, &T->exts[rec_ext(p)], ps, j);
     pre_take(T, x, rs, i);
 }
 
@@ -1810,6 +1851,9 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     }
     if (T->free_head == NONE32 && T->n_recs >= 0xfffffffeu)
         return tk__world_error(w, TK_ELIMIT, "too many tick functions");
+    if (T->seq_next >= (1ull << REC_SEQ_BITS) - 1)
+        return tk__world_error(w, TK_ELIMIT,
+                               "this world has registered 2^52 tick functions in its life");
 
     uint32_t s;
     if (T->free_head != NONE32) {
@@ -1823,8 +1867,9 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     memset(r, 0, sizeof *r);
     if ((uint32_t)T->seq_next == 0)
         T->seq_next++; /* a generation is never 0 */
-    r->seq = T->seq_next++;
-    r->level = (uint16_t)(lv - w->levels);
+    size_t lslot = (size_t)(lv - w->levels);
+    TK_ASSERT(lslot < (1u << REC_LEVEL_BITS));
+    r->sl = (T->seq_next++ << REC_LEVEL_BITS) | lslot;
     int end = d->spec.end_group == TK_GROUP_SAME ? (int)d->spec.group : (int)d->spec.end_group;
     r->grp = grp_pack(d->spec.group, end);
     r->act = grp_pack(d->spec.group, d->spec.group);
@@ -1896,11 +1941,12 @@ static void unregister_rec(tk_world_t *w, rec *r)
 {
     struct tk__ticks *T = T_of(w);
     uint32_t s = slot_of(T, r);
-    if (r->cohort) {
-        cohort_release(T, r->cohort);
-        r->cohort = 0;
+    uint32_t coh = rec_cohort(T, r);
+    if (coh) {
+        cohort_release(T, coh);
+        set_cohort(T, r, 0);
     }
-    if (r->ext && T->exts[r->ext].dset)
+    if ((r->cx & REC_EXT) && T->exts[rec_ext(r)].dset)
         dset_remove(w, r, false);
     wheel_remove(T, r);
     lane_kill(T, r);
@@ -1921,13 +1967,13 @@ static void unregister_rec(tk_world_t *w, rec *r)
             TK_ASSERT(e);
             uint32_t k = e->pi;
             edge_del(T, e);
-            pre_take(T, &T->exts[T->recs[ds].ext], ds, k);
+            pre_take(T, &T->exts[rec_ext(&T->recs[ds])], ds, k);
             mark_dirty(T, &T->recs[ds]);
         }
         x->n_dep = 0;
         free_ext(T, r);
     }
-    w->levels[r->level].n_ticks--;
+    w->levels[rec_level(r)].n_ticks--;
     T->n_live--;
     if (r->state == TK_TICK_DISABLED)
         T->n_disabled--;
@@ -1971,7 +2017,7 @@ void tk__ticks_remove_level(tk_world_t *w, tk_level_id level)
     uint16_t li = (uint16_t)(level & 0xffffu);
     for (size_t i = 0; i < T->n_recs && w->levels[li].n_ticks; i++) {
         rec *r = &T->recs[i];
-        if (r->state != RS_FREE && r->level == li)
+        if (r->state != RS_FREE && rec_level(r) == li)
             unregister_rec(w, r);
     }
     if (T->phase == PH_IDLE)
@@ -1986,8 +2032,8 @@ static void set_enabled(tk_world_t *w, rec *r, bool en)
     struct tk__ticks *T = T_of(w);
     bool is_en = r->state != TK_TICK_DISABLED;
     if (en == is_en) {
-        if (!en && r->ext)
-            T->exts[r->ext].last_iv_ns = -1;
+        if (!en && (r->cx & REC_EXT))
+            T->exts[rec_ext(r)].last_iv_ns = -1;
         return;
     }
     uint64_t F = fmark(w);
@@ -2193,7 +2239,7 @@ int tk_tick_get(const tk_world_t *w, tk_tick_id id, tk_tick_info *out)
     memset(out, 0, sizeof *out);
     out->id = id;
     out->cls = rec_cls(T, r);
-    out->level = ((tk_level_id)w->levels[r->level].gen << 16) | r->level;
+    out->level = ((tk_level_id)w->levels[rec_level(r)].gen << 16) | rec_level(r);
     out->target = T->lanes[r->lane].targets[r->pos];
     out->spec.group = grp_of(r->grp);
     out->spec.end_group = grp_end(r->grp);
@@ -2303,14 +2349,15 @@ static void check_invariants(const struct tk__ticks *T)
                 const dset *D = &T->dsets[x->dset];
                 TK_ASSERT(D->lane == l && D->slots[x->dmi] == id_slot(id));
                 TK_ASSERT(bit_get(L->ivl, p) && !bit_get(L->spec, p));
-                TK_ASSERT(r->cohort && T->cohorts[r->cohort].src == (x->dset | COH_SET));
+                TK_ASSERT(rec_cohort(T, r) &&
+                          T->cohorts[rec_cohort(T, r)].src == (x->dset | COH_SET));
                 TK_ASSERT(x->wnode == NONE32 && r->state == TK_TICK_COOLING_DOWN);
                 members++;
             } else {
                 TK_ASSERT(!bit_get(L->ivl, p));
             }
             if (!bit_get(L->spec, p))
-                TK_ASSERT(r->cohort);
+                TK_ASSERT(rec_cohort(T, r));
             live_entries++;
         }
         TK_ASSERT(dead == L->n_dead);
@@ -2607,7 +2654,7 @@ static void place_finish(tk_world_t *w, const wframe *f, rec *r, uint32_t epoch)
         int pband = ((p->flags & RF_HIPRI) && !(p->flags & RF_LOWBAND)) ? 0 : 1;
         if (pband != band)
             continue;
-        depth = TK_MAX(depth, (p->ext ? T->exts[p->ext].depth : 0) + 1);
+        depth = TK_MAX(depth, ((p->cx & REC_EXT) ? T->exts[rec_ext(p)].depth : 0) + 1);
     }
     r->act = act;
     if (x) {
@@ -2676,7 +2723,7 @@ static void migrate(tk_world_t *w, rec *r)
 {
     struct tk__ticks *T = T_of(w);
     ext *x = ext_of(T, r);
-    TK_ASSERT(x && x->wnode != NONE32 && !x->in_unpaused && !r->cohort);
+    TK_ASSERT(x && x->wnode != NONE32 && !x->in_unpaused && !rec_cohort(T, r));
     uint64_t due = tk__wheel_due(&T->wheel_game, x->wnode);
     tk__wheel_del(&T->wheel_game, x->wnode);
     x->wnode = NONE32;
@@ -2716,7 +2763,7 @@ static void settle(tk_world_t *w, rec *r)
         bit_set(L->act, pos);
         bit_clr(L->spec, pos);
         bit_clr(L->ivl, pos);
-        if (!r->cohort)
+        if (!rec_cohort(T, r))
             join_derived(w, r, r->lane);
         return;
     }
@@ -2725,7 +2772,7 @@ static void settle(tk_world_t *w, rec *r)
     bit_put(L->act, pos, every);
     x = ext_of(T, r);
     bool member_ok = eligible_member(T, r);
-    if (r->cohort && !(member_ok && x->dset))
+    if (rec_cohort(T, r) && !(member_ok && x->dset))
         materialize(w, r);
     x = ext_of(T, r);
     L = &T->lanes[r->lane];
@@ -2750,7 +2797,7 @@ static void settle(tk_world_t *w, rec *r)
 static int seq_cmp(const void *a, const void *b, void *ctx)
 {
     const rec *recs = ctx;
-    uint64_t x = recs[*(const uint32_t *)a].seq, y = recs[*(const uint32_t *)b].seq;
+    uint64_t x = rec_seq(&recs[*(const uint32_t *)a]), y = rec_seq(&recs[*(const uint32_t *)b]);
     return x < y ? -1 : x > y;
 }
 
@@ -3136,7 +3183,7 @@ static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame, sl
     tk_tick_id id = make_id(s, rec_gen(r));
     const lane *L = &T->lanes[r->lane];
     void *target = L->targets[r->pos];
-    uint16_t cls = L->cls, lv = r->level;
+    uint16_t cls = L->cls, lv = rec_level(r);
     const tclass *c = &T->classes[cls];
     w->fstats.ticks_run++;
     if (T->trace)
@@ -3265,9 +3312,9 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
         if (batch && !solo) {
             if (mixed) {
                 /* Several levels in the lane: one run per level. */
-                lslot = T->recs[id_slot(L->ids[i])].level;
+                lslot = rec_level(&T->recs[id_slot(L->ids[i])]);
                 uint32_t k = i + 1;
-                while (k < j && T->recs[id_slot(L->ids[k])].level == lslot)
+                while (k < j && rec_level(&T->recs[id_slot(L->ids[k])]) == lslot)
                     k++;
                 j = k;
             }
@@ -3339,7 +3386,7 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                 if (prof) {
                     uint32_t s = id_slot(ctx.self);
                     if (mixed)
-                        lslot = T->recs[s].level;
+                        lslot = rec_level(&T->recs[s]);
                     prof_feed(w, cls, lslot, (uint8_t)g, 1, s, target);
                     single = prof_single(w, cls);
                 }
@@ -3436,7 +3483,7 @@ static inline bool extras_kind(const rec *r) { return (r->flags & (RF_DYNAMIC | 
  * functions queued after it, as Unreal's queued task does). */
 static inline bool extras_now(const tk_world_t *w, const rec *r)
 {
-    return extras_kind(r) || (r->ext && T_of(w)->exts[r->ext].task == fmark(w));
+    return extras_kind(r) || ((r->cx & REC_EXT) && T_of(w)->exts[rec_ext(r)].task == fmark(w));
 }
 
 /* Ready to tick this frame if queued: enabled and (every frame or due). */
@@ -3569,7 +3616,7 @@ static void queue_finish(tk_world_t *w, const wframe *f, rec *r, int ctxg)
         x->task = F;
         size_t *n = &T->n_xs[start];
         TK_GROW(T->xs[start], T->cap_xs[start], *n + 1);
-        T->xs[start][(*n)++] = (xent){r->seq, slot_of(T, r), depth, rec_cls(T, r), x->fband};
+        T->xs[start][(*n)++] = (xent){rec_seq(r), slot_of(T, r), depth, rec_cls(T, r), x->fband};
     }
     x->queued = F;
 }
@@ -3668,7 +3715,7 @@ static void run_extras(tk_world_t *w, int g, int band)
         if (e.band != band)
             continue;
         rec *r = &T->recs[e.idx];
-        if (r->state == RS_FREE || r->seq != e.seq)
+        if (r->state == RS_FREE || rec_seq(r) != e.seq)
             continue;
         ext *x = ext_of(T, r);
         x->done = F;
@@ -3715,9 +3762,9 @@ static void collect_due(void *ud, uint32_t payload, uint64_t due)
     tk_world_t *w = ud;
     struct tk__ticks *T = T_of(w);
     rec *r = &T->recs[payload];
-    T->exts[r->ext].wnode = NONE32; /* the wheel released the node */
+    T->exts[rec_ext(r)].wnode = NONE32; /* the wheel released the node */
     TK_GROW(T->dues, T->cap_dues, T->n_dues + 1);
-    T->dues[T->n_dues++] = (dueent){due, r->seq, payload};
+    T->dues[T->n_dues++] = (dueent){due, rec_seq(r), payload};
 }
 
 /* A due set came due (the wheel released its node). */
@@ -3777,7 +3824,7 @@ void tk__ticks_start_frame(tk_world_t *w)
     for (size_t i = 0; i < T->n_dues; i++) {
         rec *r = &T->recs[T->dues[i].slot];
         /* Overrun credit: the next due time keeps the long-run phase. */
-        activate_interval(w, r, T->dues[i].due + T->exts[r->ext].interval_ns);
+        activate_interval(w, r, T->dues[i].due + T->exts[rec_ext(r)].interval_ns);
     }
     /* Due sets: one wheel entry each, whatever their size. */
     vec32 *sets = &T->tmp;
