@@ -193,6 +193,11 @@ int tk_tick_unregister(tk_world_t *w, tk_tick_id id);
 /* True if `id` names a registered function. */
 bool tk_tick_alive(const tk_world_t *w, tk_tick_id id);
 
+/* The id of the function registered in slot `slot` (the low 32 bits of its
+ * id), TK_TICK_NONE if none: an owner that keeps its functions' slots (4
+ * bytes instead of 8) gets their ids back.  O(1). */
+tk_tick_id tk_tick_id_at(const tk_world_t *w, uint32_t slot);
+
 /* ---- changing a registered function ------------------------------------ */
 
 /* Enable / disable (SetTickFunctionEnable).  Disabling cancels this frame's

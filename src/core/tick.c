@@ -1905,6 +1905,14 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
 
 bool tk_tick_alive(const tk_world_t *w, tk_tick_id id) { return w && live_rec(w, id) != NULL; }
 
+tk_tick_id tk_tick_id_at(const tk_world_t *w, uint32_t slot)
+{
+    const struct tk__ticks *T = T_of(w);
+    if (slot >= T->n_recs || T->recs[slot].state == RS_FREE)
+        return TK_TICK_NONE;
+    return make_id(slot, rec_gen(&T->recs[slot]));
+}
+
 static void wheel_remove(struct tk__ticks *T, rec *r)
 {
     ext *x = ext_of(T, r);

@@ -144,7 +144,7 @@ void tks_free(tks_sim *s)
     tks__extras_free(s);
     tks__ids_free(s);
     tk_free(s->share);
-    tk_free(s->level_counts);
+    tk_free(s->levels);
     /* A world of its own goes first: its tick functions, timers and
      * tickables point into the stores freed below. */
     if (s->own_world) {
