@@ -14,7 +14,8 @@
  * record that only unusual functions have.
  *
  * Lanes.  Every registered function sits in exactly one lane: a dense array
- * of targets and ids (plus four bitmaps, see `lane`) for one (actual start
+ * of targets and ids (plus four bitmaps, see `lane`; a class whose targets
+ * hold their function's slot has no id array: 8 bytes a function) for one (actual start
  * group, priority band, prerequisite depth, class), in registration order.
  * A group runs its lanes in (band, depth, class) order, which is the order
  * tick.h promises.  Bit `act` says the entry ticks this frame; bit `spec`
@@ -197,7 +198,11 @@ typedef struct lane {
     uint16_t cls;
     uint32_t depth;
     void **targets;
-    uint64_t *ids;         /* tick id of each entry, 0 = dead entry             */
+    uint64_t *ids;         /* tick id of each entry, 0 = dead entry; NULL in a
+                              lane of a class whose targets hold their slot
+                              (`sof`): there a dead entry's target is NULL   */
+    uint32_t sof;          /* with ids NULL: offset of the slot + 1 (a uint32_t)
+                              in each target                                   */
     uint64_t *act, *spec, *ivl, *solo; /* bitmaps, see above                      */
     uint32_t n, cap, n_dead;
     uint32_t sorted_n;     /* entries [0, sorted_n) are in registration order   */
@@ -282,6 +287,9 @@ typedef struct tclass {
     char name[64];
     tk_tick_fn fn;
     tk_tick_batch_fn fn_batch;
+    bool slot_in_target;   /* tk_tick_class_slot_in_target                */
+    uint32_t slot_offset;  /* bytes                                       */
+    bool used;             /* a function of it was registered             */
 } tclass;
 
 /* An entry of a group's extras list: a function queued this frame. */
@@ -519,6 +527,40 @@ static inline uint16_t rec_cls(const struct tk__ticks *T, const rec *r)
     return T->lanes[r->lane].cls;
 }
 
+/* Entry i of lane L: its function's slot + 1, 0 for a dead entry (from the
+ * id array, or from the target in a lane without one), and its id. */
+static inline uint32_t lane_slot1(const lane *L, uint32_t i)
+{
+    if (L->ids)
+        return L->ids[i] ? (uint32_t)L->ids[i] + 1 : 0;
+    const unsigned char *t = L->targets[i];
+    if (!t)
+        return 0;
+    uint32_t e;
+    memcpy(&e, t + L->sof, sizeof e);
+    return e;
+}
+
+static inline rec *lane_rec(const struct tk__ticks *T, const lane *L, uint32_t i)
+{
+    return &T->recs[lane_slot1(L, i) - 1];
+}
+
+static inline tk_tick_id lane_id(const struct tk__ticks *T, const lane *L, uint32_t i)
+{
+    if (L->ids)
+        return L->ids[i];
+    uint32_t e = lane_slot1(L, i);
+    return e ? make_id(e - 1, rec_gen(&T->recs[e - 1])) : TK_TICK_NONE;
+}
+
+/* Write a function's slot into its target (a class with slot_in_target). */
+static inline void target_put_slot(const lane *L, void *target, uint32_t slot)
+{
+    uint32_t e = slot + 1;
+    memcpy((unsigned char *)target + L->sof, &e, sizeof e);
+}
+
 static inline ext *ext_of(const struct tk__ticks *T, const rec *r)
 {
     return (r->cx & REC_EXT) ? &T->exts[r->cx & ~REC_EXT] : NULL;
@@ -689,6 +731,7 @@ static uint32_t lane_get(struct tk__ticks *T, int group, int band, uint32_t dept
     L->band = (uint8_t)band;
     L->depth = depth;
     L->cls = cls;
+    L->sof = T->classes[cls].slot_in_target ? T->classes[cls].slot_offset : NONE32;
     if ((T->n_lanes - 1) * 2 >= T->lane_hash_cap) {
         tk_free(T->lane_hash);
         T->lane_hash_cap = T->lane_hash_cap ? T->lane_hash_cap * 2 : 64;
@@ -727,7 +770,8 @@ static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
     if (L->n == L->cap) {
         uint32_t cap = L->cap ? L->cap * 2 : 64;
         L->targets = tk_realloc(L->targets, cap * sizeof *L->targets);
-        L->ids = tk_realloc(L->ids, cap * sizeof *L->ids);
+        if (L->sof == NONE32)
+            L->ids = tk_realloc(L->ids, cap * sizeof *L->ids);
         uint64_t **bm[] = {&L->act, &L->spec, &L->ivl, &L->solo};
         for (size_t k = 0; k < TK_ARRAY_LEN(bm); k++) {
             *bm[k] = tk_realloc(*bm[k], (cap / 64) * sizeof **bm[k]);
@@ -737,7 +781,10 @@ static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
     }
     uint32_t p = L->n++;
     L->targets[p] = target;
-    L->ids[p] = id_of(T, r);
+    if (L->ids)
+        L->ids[p] = id_of(T, r);
+    else
+        target_put_slot(L, target, slot_of(T, r));
     bit_clr(L->act, p);
     bit_set(L->spec, p);
     bit_clr(L->ivl, p);
@@ -760,7 +807,8 @@ static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
 
 static inline void entry_clear(lane *L, uint32_t p)
 {
-    L->ids[p] = 0;
+    if (L->ids)
+        L->ids[p] = 0;
     L->targets[p] = NULL;
     bit_clr(L->act, p);
     bit_clr(L->spec, p);
@@ -771,14 +819,16 @@ static inline void entry_clear(lane *L, uint32_t p)
 /* Move entry `from` to the free place `to` (its record follows). */
 static inline void entry_move(struct tk__ticks *T, lane *L, uint32_t from, uint32_t to)
 {
-    L->ids[to] = L->ids[from];
+    if (L->ids)
+        L->ids[to] = L->ids[from];
     L->targets[to] = L->targets[from];
     bit_put(L->act, to, bit_get(L->act, from));
     bit_put(L->spec, to, bit_get(L->spec, from));
     bit_put(L->ivl, to, bit_get(L->ivl, from));
     bit_put(L->solo, to, bit_get(L->solo, from));
-    if (L->ids[to])
-        T->recs[id_slot(L->ids[to])].pos = to;
+    uint32_t e = lane_slot1(L, to);
+    if (e)
+        T->recs[e - 1].pos = to;
 }
 
 /* Turn a lane entry into a dead one. */
@@ -821,11 +871,11 @@ static void lane_merge_tail(struct tk__ticks *T, uint32_t lid)
     size_t n_tail = 0;
     lent *tail = tk_malloc((n_old - from) * sizeof *tail);
     for (uint32_t i = from; i < n_old; i++) {
-        if (!L->ids[i]) {
+        if (!lane_slot1(L, i)) {
             L->n_dead--;
             continue;
         }
-        tail[n_tail++] = (lent){rec_seq(&T->recs[id_slot(L->ids[i])]), L->ids[i], L->targets[i],
+        tail[n_tail++] = (lent){rec_seq(lane_rec(T, L, i)), lane_id(T, L, i), L->targets[i],
                                 (uint8_t)(bit_get(L->act, i) | bit_get(L->spec, i) << 1 |
                                           bit_get(L->ivl, i) << 2 | bit_get(L->solo, i) << 3)};
     }
@@ -842,14 +892,16 @@ static void lane_merge_tail(struct tk__ticks *T, uint32_t lid)
     int64_t moved_to = -1;
     int64_t i = (int64_t)from - 1, j = (int64_t)n_tail - 1, k = (int64_t)total - 1;
     while (j >= 0) {
-        if (i >= 0 && (!L->ids[i] || rec_seq(&T->recs[id_slot(L->ids[i])]) > tail[j].seq)) {
+        if (i >= 0 && (!lane_slot1(L, (uint32_t)i) ||
+                       rec_seq(lane_rec(T, L, (uint32_t)i)) > tail[j].seq)) {
             if (comp && i == (int64_t)track)
                 moved_to = k;
             entry_move(T, L, (uint32_t)i, (uint32_t)k);
             i--;
         } else {
             uint32_t q = (uint32_t)k;
-            L->ids[q] = tail[j].id;
+            if (L->ids)
+                L->ids[q] = tail[j].id;
             L->targets[q] = tail[j].target;
             bit_put(L->act, q, tail[j].bits & 1);
             bit_put(L->spec, q, (tail[j].bits >> 1) & 1);
@@ -900,7 +952,7 @@ static uint32_t lane_compact_step(struct tk__ticks *T, uint32_t lid, uint32_t bu
     uint32_t spent = 0, i = L->cr;
     bool moved = false;
     for (; i < L->n && spent < budget; i++) {
-        if (!L->ids[i]) {
+        if (!lane_slot1(L, i)) {
             L->n_dead--;
             spent++;
             continue;
@@ -1606,6 +1658,24 @@ int tk_tick_class_register(tk_world_t *w, const tk_tick_class_desc *d, tk_class_
     return 0;
 }
 
+int tk_tick_class_slot_in_target(tk_world_t *w, tk_class_id cls, size_t offset)
+{
+    if (!w)
+        return TK_EINVAL;
+    struct tk__ticks *T = T_of(w);
+    if (cls >= T->n_classes)
+        return tk__world_error(w, TK_EINVAL, "class %u is not registered", (unsigned)cls);
+    tclass *c = &T->classes[cls];
+    if (offset > 65536 || offset % sizeof(uint32_t))
+        return tk__world_error(w, TK_EINVAL, "class '%s': the slot's offset must be a multiple "
+                               "of 4 up to 65536", c->name);
+    if (c->used)
+        return tk__world_error(w, TK_ESTATE, "class '%s' has had functions registered", c->name);
+    c->slot_in_target = true;
+    c->slot_offset = (uint32_t)offset;
+    return 0;
+}
+
 int tk_tick_class_find(const tk_world_t *w, const char *name, tk_class_id *out)
 {
     const struct tk__ticks *T = T_of(w);
@@ -1832,6 +1902,9 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     const char *why;
     if (d->cls >= T->n_classes)
         return tk__world_error(w, TK_EINVAL, "class %u is not registered", (unsigned)d->cls);
+    if (T->classes[d->cls].slot_in_target && !d->target)
+        return tk__world_error(w, TK_EINVAL, "class '%s' needs a target (its slot is in it)",
+                               T->classes[d->cls].name);
     tk__level *lv = tk__level_get(w, d->level);
     if (!lv)
         return tk__world_error(w, TK_ENOENT, "level does not exist");
@@ -1889,6 +1962,7 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     lane_append(T, lane_get(T, d->spec.group, d->spec.high_priority ? 0 : 1, 0, d->cls), r,
                 d->target);
     lv->n_ticks++;
+    T->classes[d->cls].used = true;
     T->n_live++;
     if (r->state == TK_TICK_DISABLED)
         T->n_disabled++;
@@ -2193,7 +2267,14 @@ int tk_tick_set_target(tk_world_t *w, tk_tick_id id, void *target)
     rec *r = live_rec(w, id);
     if (!r)
         return tk__world_error(w, TK_ENOENT, "no such tick function");
-    T_of(w)->lanes[r->lane].targets[r->pos] = target;
+    lane *L = &T_of(w)->lanes[r->lane];
+    if (!L->ids) {
+        if (!target)
+            return tk__world_error(w, TK_EINVAL, "class '%s' needs a target (its slot is in it)",
+                                   T_of(w)->classes[L->cls].name);
+        target_put_slot(L, target, slot_of(T_of(w), r));
+    }
+    L->targets[r->pos] = target;
     return 0;
 }
 
@@ -2339,7 +2420,7 @@ static void check_invariants(const struct tk__ticks *T)
         if (L->compacting)
             TK_ASSERT(L->cw <= L->cr && L->cr <= L->n);
         for (uint32_t p = 0; p < L->n; p++) {
-            uint64_t id = L->ids[p];
+            uint64_t id = lane_id(T, L, p);
             bool in_hole = L->compacting && p >= L->cw && p < L->cr;
             if (in_hole)
                 TK_ASSERT(!id);
@@ -3216,18 +3297,23 @@ static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame, sl
         sr_after(w, sr);
 }
 
+/* run_lane_impl's `idk`: where ctx.self comes from in one-by-one calls. */
+enum { ID_ANY, ID_ARRAY, ID_NONE };
+
 /*
  * Run a lane: active entries in order.  Runs of entries without individual
  * treatment with the same dt (every-frame ones: the world's; due-set members:
  * their set's) go to the class's batch function in one call, or, for a class
  * without one and for batch = false entries, to its tick function one by
- * one, reading only the entry's target and id.  Inlined four times (with and
- * without profiling or tracing, with and without slow-tick detection) so that
+ * one, reading only the entry's target and id.  Inlined five times (with and
+ * without profiling or tracing, with and without slow-tick detection; the
+ * plain path once for lanes with ids and once for lanes without) so that
  * the plain path carries none of them.
  */
 static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, uint32_t lid,
                                                                 const bool gen,
-                                                                const bool slow)
+                                                                const bool slow,
+                                                                const int idk)
 {
     struct tk__ticks *T = T_of(w);
     lane *L = &T->lanes[lid];
@@ -3277,7 +3363,7 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
             break;
         if (bit_get(L->spec, i)) {
             L->cur = i;
-            exec_one(w, &T->recs[id_slot(L->ids[i])], g, false, slow ? &sr : NULL, i);
+            exec_one(w, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i);
             L = &T->lanes[lid]; /* callbacks may grow the lane arrays */
             i++;
             continue;
@@ -3310,9 +3396,10 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
             if (ivl_mixed) {
                 /* Due sets of this lane fired with different dts: cut the
                  * run where the dt changes. */
-                rdt = member_dt(T, L->ids[i]);
+                rdt = member_dt(T, lane_id(T, L, i));
                 uint32_t k = i + 1;
-                while (k < j && memcmp(&(float){member_dt(T, L->ids[k])}, &rdt, sizeof rdt) == 0)
+                while (k < j &&
+                       memcmp(&(float){member_dt(T, lane_id(T, L, k))}, &rdt, sizeof rdt) == 0)
                     k++;
                 j = k;
             }
@@ -3320,20 +3407,20 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
         if (batch && !solo) {
             if (mixed) {
                 /* Several levels in the lane: one run per level. */
-                lslot = rec_level(&T->recs[id_slot(L->ids[i])]);
+                lslot = rec_level(lane_rec(T, L, i));
                 uint32_t k = i + 1;
-                while (k < j && rec_level(&T->recs[id_slot(L->ids[k])]) == lslot)
+                while (k < j && rec_level(lane_rec(T, L, k)) == lslot)
                     k++;
                 j = k;
             }
             if (prof)
-                prof_feed(w, cls, lslot, (uint8_t)g, j - i, id_slot(L->ids[i]), L->targets[i]);
+                prof_feed(w, cls, lslot, (uint8_t)g, j - i, lane_slot1(L, i) - 1, L->targets[i]);
             L->cur = j - 1;
             ran += j - i;
             ctx.self = TK_TICK_NONE;
             if (slow) {
                 sr_close(w, &sr);
-                tk_tick_id first = L->ids[i];
+                tk_tick_id first = lane_id(T, L, i);
                 void *target = L->targets[i];
                 uint64_t t0 = sr.t0_ok ? sr.t0 : now_stats(w);
                 fnb(L->targets + i, j - i, rdt, &ctx);
@@ -3348,10 +3435,12 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
             i = j;
             continue;
         }
-        /* One by one: only the target and the id are read per entry.  A tick
-         * that changes tick functions (T->mut) may have cancelled or
-         * materialized a later entry, or moved the lane's arrays: from then
-         * on each entry's bits are read again. */
+        /* One by one: only the target and the id are read per entry (the
+         * target alone in a lane without ids: ctx.self is TK_TICK_NONE
+         * there, the id is made only for tracing, profiling and slow-tick
+         * reports).  A tick that changes tick functions (T->mut) may have
+         * cancelled or materialized a later entry, or moved the lane's
+         * arrays: from then on each entry's bits are read again. */
         uint32_t mut = T->mut;
         uint64_t *ids = L->ids;
         void **tg = L->targets;
@@ -3371,7 +3460,7 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                     L->cur = i;
                     if (slow)
                         sr.n = sn;
-                    exec_one(w, &T->recs[id_slot(ids[i])], g, false, slow ? &sr : NULL, i);
+                    exec_one(w, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i);
                     if (slow) {
                         sn = sr.n;
                         sk = sr.cur_k;
@@ -3384,15 +3473,21 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                 }
             }
             L->cur = i;
-            ctx.self = ids[i];
+            ctx.self = idk == ID_ARRAY ? ids[i]
+                       : idk == ID_NONE ? TK_TICK_NONE
+                                        : (ids ? ids[i] : TK_TICK_NONE);
             void *target = tg[i];
-            check_once(w, id_slot(ctx.self));
+            check_once(w, lane_slot1(L, i) - 1);
+            /* The function's id where something names it. */
+            tk_tick_id fid = ctx.self;
+            if ((gen || slow) && !ids)
+                fid = lane_id(T, L, i);
             bool single = false;
             if (gen) {
                 if (trace)
-                    trace(trace_ud, ctx.self, target, g);
+                    trace(trace_ud, fid, target, g);
                 if (prof) {
-                    uint32_t s = id_slot(ctx.self);
+                    uint32_t s = id_slot(fid);
                     if (mixed)
                         lslot = rec_level(&T->recs[s]);
                     prof_feed(w, cls, lslot, (uint8_t)g, 1, s, target);
@@ -3401,12 +3496,12 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
             }
             if (slow && TK_UNLIKELY(sn == 0 || (hold && i >= sr.lo && i < sr.hi))) {
                 sr.n = sn;
-                sr_before(w, &sr, ctx.self, target, cls, i);
+                sr_before(w, &sr, fid, target, cls, i);
                 sn = sr.n;
                 sk = sr.cur_k;
             }
             if (gen && single) {
-                tk_tick_id id = ctx.self;
+                tk_tick_id id = fid;
                 uint64_t t0 = now_stats(w);
                 fn(target, rdt, &ctx);
                 prof_tick(w, id, target, cls, lslot, g, t0, now_stats(w) - t0);
@@ -3441,13 +3536,15 @@ static void run_lane(tk_world_t *w, uint32_t lid)
     bool slow = T_of(w)->slow_ns != 0;
     if (w->prof_on || T_of(w)->trace) {
         if (slow)
-            run_lane_impl(w, lid, true, true);
+            run_lane_impl(w, lid, true, true, ID_ANY);
         else
-            run_lane_impl(w, lid, true, false);
+            run_lane_impl(w, lid, true, false, ID_ANY);
     } else if (slow) {
-        run_lane_impl(w, lid, false, true);
+        run_lane_impl(w, lid, false, true, ID_ANY);
+    } else if (T_of(w)->lanes[lid].ids) {
+        run_lane_impl(w, lid, false, false, ID_ARRAY);
     } else {
-        run_lane_impl(w, lid, false, false);
+        run_lane_impl(w, lid, false, false, ID_NONE);
     }
 }
 

@@ -316,6 +316,10 @@ int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char 
     c->p = p;
     tk_tick_class_desc d = {c->name, tks__obj_tick, p->tick_batch ? tks__obj_batch : NULL};
     rc = tk_tick_class_register(s->w, &d, &c->tick_cls);
+    /* Rows hold their function's slot (tkp_obj.tslot): no id beside each
+     * target in the scheduler's lanes. */
+    if (!rc)
+        rc = tk_tick_class_slot_in_target(s->w, c->tick_cls, offsetof(tks_obj, tslot));
     if (rc) {
         tk_free(c);
         return tks__errf(err, rc, "%s: class '%s': %s", origin, p->name, tk_world_last_error(s->w));

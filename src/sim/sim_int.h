@@ -54,7 +54,8 @@
  * id, the component index and the flags share a word.
  */
 struct tkp_obj {
-    uint32_t tslot;           /* its tick function's slot + 1; 0 = not registered */
+    uint32_t tslot;           /* its tick function's slot + 1; 0 = not registered
+                                 (the scheduler writes it: slot_in_target)      */
     uint16_t row;             /* index in its chunk (0 for a tickable)           */
     uint16_t lslot;           /* the owning entity's level's index; 0 for a tickable */
     uint64_t id : 53;         /* the owning entity; 0 for a tickable             */
