@@ -209,7 +209,7 @@ $(BUILD)/bench/%: $(call obj,bench/%.c $(BENCH_LIB)) $(LIBDAEMON) $(LIBTICKD)
 
 $(BUILD)/examples/%: $(call obj,examples/%.c) $(LIBTICKD)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lm
+	$(CC) $(LDFLAGS) -o $@ $^ -lm -lpthread
 
 tests: $(BINARIES) $(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(REPLAY_BIN) \
        $(PLUGINS) $(TPLUGINS)
@@ -285,8 +285,9 @@ fuzz: fuzzbins
 	done
 
 # ThreadSanitizer: every test binary, with the daemon and the library built
-# with -fsanitize=thread (the threads: world.load's reader, the freeing of
-# what a load read; the save child is a process).  Outside make check (time).
+# with -fsanitize=thread (the threads: the tick workers of [engine] threads,
+# world.load's reader, the freeing of what a load read; the save child is a
+# process).  Outside make check (time).
 tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build/tsan SAN=thread -j$(JOBS) tests
 	@BUILD=build/tsan SAN=thread TKIT_SCALE=5 CK_DEFAULT_TIMEOUT=600 \

@@ -89,10 +89,11 @@
  *   mspt_p99_1m_entities            p99 of the same 180 frames (median of
  *                                   the 5 runs)
  *   mspt_p50_1m_movers              as mspt_p50_1m_entities with 1M
- *                                   `mover` entities (warm-up + 5 fresh
- *                                   daemons, median)
- *   mspt_p99_1m_movers_1t           p99 of the same frames, one thread
- *                                   (median of the 5 runs)
+ *   mspt_p99_1m_movers              `mover` entities, default [engine]
+ *                                   threads (one per online CPU): p50 and
+ *                                   p99 (warm-up + 5 fresh daemons, median)
+ *   mspt_p50_1m_movers_1t /         the same with [engine] threads = 1, a
+ *   mspt_p99_1m_movers_1t           daemon of each kind in turn
  *   bytes_per_mover_entity          VmRSS growth of those daemons per
  *                                   mover, as rss_mib_1m_entities
  *                                   (median of the 5 runs)
@@ -101,6 +102,9 @@
  *                                   states in this process, paced at 60
  *                                   Hz, 180 frames after 30, right after
  *                                   each movers daemon (median of the 5)
+ *   mspt_p50_1m_movers_floor_2t /   that loop split over two threads
+ *   mspt_p99_1m_movers_floor_2t     (split.h), the floor of the default
+ *                                   threads on this machine
  *   mspt_p99_1m_movers_floor_ratio  mspt_p99_1m_movers_1t / the floor's
  *                                   p99, per run (median of the 5)
  *   mspt_p99_1m_movers_1t_cpu /     the same p99s of CPU time: the frame
@@ -132,7 +136,8 @@
  * every BENCH.md figure was measured, 1 otherwise (the ones measured are
  * still printed).  The whole run takes about 4 minutes; `--pacing` runs
  * only the idle daemons and the TPS figures (about 2 minutes), `--movers`
- * only the 1M movers figures, `--snapshots` only the save and load ones.
+ * the idle daemon's and the 1M movers figures, `--snapshots` only the save
+ * and load ones.
  *
  * What this file does not measure: the core's tick, timer and memory
  * figures (bench_tick.c and the other bench files).
@@ -162,6 +167,7 @@
 
 #include <jansson.h>
 
+#include "split.h"
 #include "tickd/alloc.h"
 #include "tickd/clock.h"
 #include "tickd/engine.h"
@@ -276,6 +282,10 @@ enum {
     F_BYTES_MOVER,
     F_MSPT_P50_MOVERS_FLOOR,
     F_MSPT_P99_MOVERS_FLOOR,
+    F_MSPT_P99_MOVERS,
+    F_MSPT_P50_MOVERS_1T,
+    F_MSPT_P50_MOVERS_FLOOR_2T,
+    F_MSPT_P99_MOVERS_FLOOR_2T,
     F_MSPT_P99_MOVERS_CPU,
     F_MSPT_P99_MOVERS_FLOOR_CPU,
     F_MSPT_P99_MOVERS_RATIO,
@@ -320,6 +330,10 @@ static const struct {
     [F_BYTES_MOVER] = {"bytes_per_mover_entity", "%.1f", "bytes"},
     [F_MSPT_P50_MOVERS_FLOOR] = {"mspt_p50_1m_movers_floor", "%.3f", "ms"},
     [F_MSPT_P99_MOVERS_FLOOR] = {"mspt_p99_1m_movers_floor", "%.3f", "ms"},
+    [F_MSPT_P99_MOVERS] = {"mspt_p99_1m_movers", "%.3f", "ms"},
+    [F_MSPT_P50_MOVERS_1T] = {"mspt_p50_1m_movers_1t", "%.3f", "ms"},
+    [F_MSPT_P50_MOVERS_FLOOR_2T] = {"mspt_p50_1m_movers_floor_2t", "%.3f", "ms"},
+    [F_MSPT_P99_MOVERS_FLOOR_2T] = {"mspt_p99_1m_movers_floor_2t", "%.3f", "ms"},
     [F_MSPT_P99_MOVERS_CPU] = {"mspt_p99_1m_movers_1t_cpu", "%.3f", "ms of CPU"},
     [F_MSPT_P99_MOVERS_FLOOR_CPU] = {"mspt_p99_1m_movers_floor_cpu", "%.3f", "ms of CPU"},
     [F_MSPT_P99_MOVERS_RATIO] = {"mspt_p99_1m_movers_floor_ratio", "%.3f", "x the floor"},
@@ -1596,11 +1610,11 @@ typedef struct spawn_result {
  * engine.stats (must count SPAWN_TOTAL entities and ticks) and VmRSS.
  * False after saying why; the daemon is gone either way.
  */
-static bool spawn_run(bench *b, const char *cls, spawn_result *out)
+static bool spawn_run(bench *b, const char *cls, const char *const *extra, spawn_result *out)
 {
     proc p;
     conn c;
-    if (!daemon_up(b, &p, &c, NULL))
+    if (!daemon_up(b, &p, &c, extra))
         return false;
     frame_ev *ev = tk_malloc(MSPT_FRAMES * sizeof *ev);
     double *ms = tk_malloc(MSPT_FRAMES * sizeof *ms);
@@ -1684,11 +1698,11 @@ static void counters(bench *b)
 {
     spawn_result r[RUNS], w;
     note("1M counters at 60 Hz: a warm-up daemon, then %d fresh daemons", RUNS);
-    if (!spawn_run(b, "counter", &w))
+    if (!spawn_run(b, "counter", NULL, &w))
         return;
     note_run("warm-up", &w);
     for (int i = 0; i < RUNS; i++) {
-        if (!spawn_run(b, "counter", &r[i]))
+        if (!spawn_run(b, "counter", NULL, &r[i]))
             return;
         char what[32];
         snprintf(what, sizeof what, "run %d", i + 1);
@@ -1709,14 +1723,15 @@ static void counters(bench *b)
     figure(F_SPAWN_GAP, median(gap, RUNS));
 }
 
-/* The movers' floor: the same work as a plain C loop over a contiguous array
- * in this process, paced at 60 Hz as the daemon is (clock_nanosleep to each
- * period's start), MSPT_FRAMES frames after MSPT_SKIP, right after each
- * daemon (running it beside the daemon's frames, in its idle time, was
- * tried: on a loaded 2-vCPU machine the two then overlap and slow each
- * other down, doubling both p50s); each frame's wall and CPU time
- * (CLOCK_THREAD_CPUTIME_ID) in ms.  A frame that a busy machine preempts
- * shows in the wall time here as it does in the daemon's. */
+/* The movers' floor: the same work as a plain C loop in this process, on
+ * `threads` threads (split.h), paced at 60 Hz as the daemon is
+ * (clock_nanosleep to each period's start), timed over MSPT_FRAMES frames
+ * after MSPT_SKIP, right after the daemons (running it beside the daemon's
+ * frames, in its idle time, was tried: on a loaded 2-vCPU machine the two
+ * then overlap and slow each other down, doubling both p50s); its p50 and
+ * p99 in ms, and on one thread the p99 of its CPU time
+ * (CLOCK_THREAD_CPUTIME_ID).  A frame that a busy machine preempts shows in
+ * the wall time here as it does in the daemon's. */
 typedef struct mstate {
     double x, y, z, vx, vy, vz;
 } mstate;
@@ -1730,6 +1745,11 @@ __attribute__((noinline)) static void mover_floor_frame(mstate *m, size_t n, flo
     }
 }
 
+static void mover_floor_part(void *ud, size_t lo, size_t hi)
+{
+    mover_floor_frame((mstate *)ud + lo, hi - lo, (float)PERIOD_S);
+}
+
 static uint64_t thread_cpu_ns(void)
 {
     struct timespec ts;
@@ -1737,16 +1757,13 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-typedef struct floor_result {
-    double p50, p99;   /* ms, wall          */
-    double cpu_p99;    /* ms, CPU time      */
-} floor_result;
-
-static void mover_floor(floor_result *out)
+/* cpu_p99: NULL, or (threads 1) the p99 of the frames' CPU time. */
+static void mover_floor(unsigned threads, double *p50, double *p99, double *cpu_p99)
 {
     mstate *m = tk_calloc(SPAWN_TOTAL, sizeof *m);
     for (size_t i = 0; i < SPAWN_TOTAL; i++)
         m[i].vx = 1.0;
+    bench_split *sp = bench_split_new(threads);
     double *ms = tk_malloc(MSPT_FRAMES * sizeof *ms), *cpu = tk_malloc(MSPT_FRAMES * sizeof *cpu);
     uint64_t next = now_ns();
     for (int f = 0; f < MSPT_SKIP + MSPT_FRAMES; f++) {
@@ -1755,67 +1772,80 @@ static void mover_floor(floor_result *out)
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
         uint64_t c0 = thread_cpu_ns(), t0 = now_ns();
-        mover_floor_frame(m, SPAWN_TOTAL, (float)PERIOD_S);
+        bench_split_run(sp, mover_floor_part, m, SPAWN_TOTAL);
         if (f >= MSPT_SKIP) {
             ms[f - MSPT_SKIP] = (double)(now_ns() - t0) / 1e6;
             cpu[f - MSPT_SKIP] = (double)(thread_cpu_ns() - c0) / 1e6;
         }
     }
-    out->p99 = percentile(ms, MSPT_FRAMES, 0.99);
-    out->p50 = percentile(ms, MSPT_FRAMES, 0.50);
-    out->cpu_p99 = percentile(cpu, MSPT_FRAMES, 0.99);
+    *p99 = percentile(ms, MSPT_FRAMES, 0.99);
+    *p50 = percentile(ms, MSPT_FRAMES, 0.50);
+    if (cpu_p99)
+        *cpu_p99 = percentile(cpu, MSPT_FRAMES, 0.99);
+    bench_split_free(sp);
     tk_free(cpu);
     tk_free(ms);
     tk_free(m);
 }
 
-/* mspt_p50_1m_movers, mspt_p99_1m_movers_1t, bytes_per_mover_entity and
- * their floors: 1M movers (a class with real work) in a warm-up daemon, then
- * RUNS fresh daemons; medians.  One thread: the daemon ticks on its frame
- * thread.  After each daemon, the floor (mover_floor); the ratios are
- * medians of the per-run ratios.  The daemon's frame time (`ms`, wall)
+/* mspt_p50/p99_1m_movers (default threads), _1t (one thread),
+ * bytes_per_mover_entity: 1M movers (a class with real work) in a warm-up
+ * daemon, then RUNS pairs of fresh daemons, one thread and the default in
+ * turn; medians.  After each pair, the floors (mover_floor on one thread
+ * and on two).  The ratios of the one-thread daemon to the one-thread floor
+ * are medians of the per-run ratios.  The daemon's frame time (`ms`, wall)
  * includes the time its thread waited for a CPU, its `cpu_ms` does not: a
  * loaded machine shows in both wall p99s alike, our own costs in the CPU
  * ones. */
 static void movers(bench *b)
 {
-    spawn_result r[RUNS], w;
-    note("1M movers at 60 Hz: a warm-up daemon, then %d fresh daemons, each followed by the "
-         "same work as a C loop at 60 Hz",
+    static const char *const one[] = {"--set", "engine.threads=1", NULL};
+    spawn_result r[RUNS], r1[RUNS], w;
+    note("1M movers at 60 Hz: a warm-up daemon, then %d pairs of fresh daemons (one thread, "
+         "the default threads), each pair followed by the same work as a C loop at 60 Hz on "
+         "one thread and on two",
          RUNS);
-    if (!spawn_run(b, "mover", &w))
+    if (!spawn_run(b, "mover", NULL, &w))
         return;
     note_run("movers warm-up", &w);
-    double p50[RUNS], p99[RUNS], bytes[RUNS], f50[RUNS], f99[RUNS], c99[RUNS], fc99[RUNS];
-    double ratio[RUNS], cratio[RUNS];
+    double p50[RUNS], p99[RUNS], p50_1[RUNS], p99_1[RUNS], bytes[RUNS], f50[RUNS], f99[RUNS],
+        g50[RUNS], g99[RUNS], c99[RUNS], fc99[RUNS], ratio[RUNS], cratio[RUNS];
     bool cpu = true;
     for (int i = 0; i < RUNS; i++) {
-        if (!spawn_run(b, "mover", &r[i]))
+        char what[48];
+        if (!spawn_run(b, "mover", one, &r1[i]))
             return;
-        char what[32];
-        snprintf(what, sizeof what, "movers run %d", i + 1);
+        snprintf(what, sizeof what, "movers run %d, one thread", i + 1);
+        note_run(what, &r1[i]);
+        if (!spawn_run(b, "mover", NULL, &r[i]))
+            return;
+        snprintf(what, sizeof what, "movers run %d, default threads", i + 1);
         note_run(what, &r[i]);
-        floor_result fl;
-        mover_floor(&fl);
-        f50[i] = fl.p50;
-        f99[i] = fl.p99;
-        fc99[i] = fl.cpu_p99;
+        mover_floor(1, &f50[i], &f99[i], &fc99[i]);
+        mover_floor(2, &g50[i], &g99[i], NULL);
         p50[i] = r[i].mspt_p50;
         p99[i] = r[i].mspt_p99;
-        c99[i] = r[i].cpu_p99;
+        p50_1[i] = r1[i].mspt_p50;
+        p99_1[i] = r1[i].mspt_p99;
+        c99[i] = r1[i].cpu_p99;
         cpu = cpu && !isnan(c99[i]);
-        ratio[i] = p99[i] / f99[i];
+        ratio[i] = p99_1[i] / f99[i];
         cratio[i] = c99[i] / fc99[i];
-        note("movers run %d floor (a C loop at 60 Hz): p50 %.3f ms p99 %.3f ms; CPU p99: "
-             "daemon %.3f ms, floor %.3f ms",
-             i + 1, f50[i], f99[i], c99[i], fc99[i]);
-        bytes[i] = r[i].rss_mib * 1048576.0 / SPAWN_TOTAL;
+        note("movers run %d floor (a C loop at 60 Hz): one thread p50 %.3f ms p99 %.3f ms; two "
+             "threads p50 %.3f ms p99 %.3f ms; CPU p99, one thread: daemon %.3f ms, floor "
+             "%.3f ms",
+             i + 1, f50[i], f99[i], g50[i], g99[i], c99[i], fc99[i]);
+        bytes[i] = r1[i].rss_mib * 1048576.0 / SPAWN_TOTAL;
     }
     figure(F_MSPT_MOVERS, median(p50, RUNS));
-    figure(F_MSPT_P99_MOVERS_1T, median(p99, RUNS));
+    figure(F_MSPT_P99_MOVERS, median(p99, RUNS));
+    figure(F_MSPT_P50_MOVERS_1T, median(p50_1, RUNS));
+    figure(F_MSPT_P99_MOVERS_1T, median(p99_1, RUNS));
     figure(F_BYTES_MOVER, median(bytes, RUNS));
     figure(F_MSPT_P50_MOVERS_FLOOR, median(f50, RUNS));
     figure(F_MSPT_P99_MOVERS_FLOOR, median(f99, RUNS));
+    figure(F_MSPT_P50_MOVERS_FLOOR_2T, median(g50, RUNS));
+    figure(F_MSPT_P99_MOVERS_FLOOR_2T, median(g99, RUNS));
     figure(F_MSPT_P99_MOVERS_RATIO, median(ratio, RUNS));
     if (cpu) {
         figure(F_MSPT_P99_MOVERS_CPU, median(c99, RUNS));
@@ -2294,7 +2324,7 @@ int main(int argc, char **argv)
     /* --snapshots: only the save and load figures (for working on them) */
     bool snapshots_only = argc > 1 && !strcmp(argv[1], "--snapshots");
     bool pacing_only = argc > 1 && !strcmp(argv[1], "--pacing");
-    /* --movers: only the 1M movers figures (mspt, p99, bytes per mover) */
+    /* --movers: only the 1M movers figures (threads) and the idle daemon's */
     bool movers_only = argc > 1 && !strcmp(argv[1], "--movers");
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa;
@@ -2322,13 +2352,13 @@ int main(int argc, char **argv)
         rmdir(b.dir);
         return fig_ok[F_SAVE_GAP] && fig_ok[F_LOAD_GAP] ? 0 : 1;
     }
+    idle_daemon(&b);
     if (movers_only) {
         movers(&b);
         cleanup_files();
         rmdir(b.dir);
-        return fig_ok[F_BYTES_MOVER] && fig_ok[F_MSPT_P99_MOVERS_1T] ? 0 : 1;
+        return fig_ok[F_MSPT_P99_MOVERS] && fig_ok[F_MSPT_P99_MOVERS_1T] ? 0 : 1;
     }
-    idle_daemon(&b);
     if (!pacing_only) {
         unbounded_daemon(&b);
         counters(&b);

@@ -20,6 +20,18 @@
  *   mover_shuffled_floor_ratio        that ÷ the floor at the same count
  *   mover_unbatched_ns_per_entity_1m  1M movers spawned with
  *                                     tick.batch=false (one call each)
+ *   parallel_speedup                  1M movers: a world ticking on one
+ *                                     thread ÷ one on two ([engine]
+ *                                     threads), frames alternating, median
+ *                                     of the runs' ratios (wall time)
+ *   parallel_floor_speedup            the floor of that: the plain loop on
+ *                                     one thread ÷ the same loop split over
+ *                                     two threads (split.h), alternating
+ *                                     with the worlds' frames
+ *   parallel_10k_ratio                10k movers: two threads ÷ one (a run
+ *                                     too small to split: the cost of
+ *                                     having threads), PAR10K_FRAMES frames
+ *                                     per run
  *
  * Every figure is the median of RUNS runs after a warm-up; each run is
  * FRAMES frames of a fixed 1/60 s dt with an unpaced engine, alternating
@@ -30,6 +42,8 @@
  *
  * Figures go to stdout as key=value lines; the account goes to stderr.
  *
+ * The parallel figures are wall time (what a frame takes), not CPU time.
+ *
  * What this file does not measure: the daemon (bench_daemon.c: RSS per mover,
  * MSPT at 60 Hz), the scheduler alone (bench_tick.c).
  */
@@ -39,6 +53,7 @@
 #include <string.h>
 
 #include "sim/sim.h"
+#include "split.h"
 #include "stat.h"
 #include "tickd/clock.h"
 #include "tickd/tickd.h"
@@ -47,6 +62,8 @@
 #define FRAMES   20           /* frames per run               */
 #define FIXED_DT (1.0 / 60.0) /* s                            */
 #define M1       1000000u
+#define K10      10000u
+#define PAR10K_FRAMES 400     /* frames per run of the 10k figure */
 
 /* The mover's state as the class declares it (src/sim/classes.c). */
 typedef struct mstate {
@@ -103,12 +120,13 @@ typedef struct world {
     tks_sim *s;
 } world;
 
-static world world_new(void)
+static world world_new_threads(unsigned threads)
 {
     tk_engine_desc d;
     tk_engine_desc_default(&d);
     d.tick_rate = 0;
     d.fixed_dt = FIXED_DT;
+    d.threads = threads;
     world w;
     if (tk_engine_new(&d, &w.e) != 0)
         die("tk_engine_new", "failed");
@@ -116,6 +134,8 @@ static world world_new(void)
     w.s = tks_new(w.e, &cfg);
     return w;
 }
+
+static world world_new(void) { return world_new_threads(1); }
 
 static void world_free(world *w)
 {
@@ -328,8 +348,112 @@ static void bench_shuffled(void)
     world_free(&w);
 }
 
-int main(void)
+/* The floor of parallel_speedup: the mover's step over [lo, hi). */
+static void floor_part(void *ud, size_t lo, size_t hi)
 {
+    mstate *m = ud;
+    floor_frame(m + lo, hi - lo, (float)FIXED_DT);
+}
+
+static double time_split(bench_split *sp, mstate *m, size_t n)
+{
+    uint64_t t0 = tk_clock_now_ns();
+    bench_split_run(sp, floor_part, m, n);
+    return (double)(tk_clock_now_ns() - t0);
+}
+
+/* parallel_speedup, parallel_floor_speedup: 1M movers in a world on one
+ * thread and one on two, and the plain loop on one and two threads, frame
+ * by frame in turn. */
+static void bench_parallel(void)
+{
+    world w1 = world_new_threads(1), w2 = world_new_threads(2);
+    tks_id a = spawn(&w1, "mover", M1, 0, true), b = spawn(&w2, "mover", M1, 0, true);
+    mstate *f1 = floor_new(M1), *f2 = floor_new(M1);
+    bench_split *sp = bench_split_new(2);
+    for (int f = 0; f < 3; f++) {
+        time_frames(&w1, 1);
+        time_frames(&w2, 1);
+        time_floor(f1, M1, 1);
+        time_split(sp, f2, M1);
+    }
+    double r[RUNS], fr[RUNS], t1[RUNS], t2[RUNS], g1[RUNS], g2[RUNS];
+    for (int k = 0; k < RUNS; k++) {
+        t1[k] = t2[k] = g1[k] = g2[k] = 0;
+        for (int f = 0; f < FRAMES; f++) {
+            t1[k] += time_frames(&w1, 1);
+            t2[k] += time_frames(&w2, 1);
+            g1[k] += time_floor(f1, M1, 1);
+            g2[k] += time_split(sp, f2, M1);
+        }
+        r[k] = t1[k] / t2[k];
+        fr[k] = g1[k] / g2[k];
+    }
+    /* Both worlds did the same work as the loops. */
+    for (size_t j = 0; j < M1; j += M1 / 2 - 1) {
+        check_same(&w1, a + j, f1, j);
+        check_same(&w2, b + j, f2, j);
+    }
+    tk_world_frame_stats fs;
+    tk_world_get_frame_stats(tk_engine_world(w2.e), &fs);
+    double speed = bench_median(r, RUNS), fspeed = bench_median(fr, RUNS);
+    double ms1 = bench_median(t1, RUNS) / FRAMES / 1e6, ms2 = bench_median(t2, RUNS) / FRAMES / 1e6;
+    fprintf(stderr,
+            "parallel_speedup: %.3f (1M movers: %.3f ms a frame on one thread, %.3f on two; "
+            "last frame: %llu of %llu ticks on the worker, %u runs split); the plain loop split "
+            "the same way: %.3f (%.3f ms, %.3f ms)\n",
+            speed, ms1, ms2, (unsigned long long)fs.worker_ticks,
+            (unsigned long long)fs.ticks_run, fs.sections_split, fspeed,
+            bench_median(g1, RUNS) / FRAMES / 1e6, bench_median(g2, RUNS) / FRAMES / 1e6);
+    printf("parallel_speedup=%.3f\n", speed);
+    printf("parallel_floor_speedup=%.3f\n", fspeed);
+    printf("parallel_1m_ms_1t=%.3f\n", ms1);
+    printf("parallel_1m_ms_2t=%.3f\n", ms2);
+    fflush(stdout);
+    bench_split_free(sp);
+    free(f1);
+    free(f2);
+    world_free(&w1);
+    world_free(&w2);
+}
+
+/* parallel_10k_ratio: 10k movers, two threads ÷ one, frame by frame. */
+static void bench_parallel_10k(void)
+{
+    world w1 = world_new_threads(1), w2 = world_new_threads(2);
+    spawn(&w1, "mover", K10, 0, true);
+    spawn(&w2, "mover", K10, 0, true);
+    time_frames(&w1, 20);
+    time_frames(&w2, 20);
+    double r[RUNS], t1[RUNS], t2[RUNS];
+    for (int k = 0; k < RUNS; k++) {
+        t1[k] = t2[k] = 0;
+        for (int f = 0; f < PAR10K_FRAMES; f++) {
+            t1[k] += time_frames(&w1, 1);
+            t2[k] += time_frames(&w2, 1);
+        }
+        r[k] = t2[k] / t1[k];
+    }
+    tk_world_frame_stats fs;
+    tk_world_get_frame_stats(tk_engine_world(w2.e), &fs);
+    double ratio = bench_median(r, RUNS);
+    fprintf(stderr,
+            "parallel_10k_ratio: %.3f (10k movers: %.2f us a frame on one thread, %.2f on two; "
+            "%u of %u runs split)\n",
+            ratio, bench_median(t1, RUNS) / PAR10K_FRAMES / 1e3,
+            bench_median(t2, RUNS) / PAR10K_FRAMES / 1e3, fs.sections_split, fs.sections);
+    printf("parallel_10k_ratio=%.3f\n", ratio);
+    fflush(stdout);
+    world_free(&w1);
+    world_free(&w2);
+}
+
+int main(int argc, char **argv)
+{
+    bench_parallel();
+    bench_parallel_10k();
+    if (argc > 1 && !strcmp(argv[1], "--parallel"))
+        return 0; /* only the parallel figures (for working on them) */
     bench_movers(true);
     bench_movers(false);
     bench_shuffled();

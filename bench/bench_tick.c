@@ -479,7 +479,7 @@ static void bench_unbatched(unsigned n, unbatched_figs *out)
         tick_add(tk_engine_world(esl), csl, &objs[i], 0, true, NULL);
     }
     const float dt = (float)FIXED_DT;
-    tk_tick_ctx ctx = {tk_engine_world(enb), TK_TICK_NONE, 0, TK_GROUP_PRE_PHYSICS, false};
+    tk_tick_ctx ctx = {tk_engine_world(enb), TK_TICK_NONE, 0, TK_GROUP_PRE_PHYSICS, false, 0};
     time_frames(enb, 3);
     time_frames(ebf, 3);
     time_frames(esl, 3);

@@ -90,8 +90,8 @@ int main(void)
     tk_world_t *w = tk_engine_world(e);
 
     tk_class_id mover_cls, follower_cls;
-    tk_tick_class_desc mc = {"mover", move, move_batch};
-    tk_tick_class_desc fc = {"follower", follow, NULL};
+    tk_tick_class_desc mc = {"mover", move, move_batch, false};
+    tk_tick_class_desc fc = {"follower", follow, NULL, false};
     if (check(tk_tick_class_register(w, &mc, &mover_cls), "class", w) ||
         check(tk_tick_class_register(w, &fc, &follower_cls), "class", w))
         return 1;

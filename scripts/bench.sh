@@ -57,6 +57,10 @@ mover_floor_ratio|<= 1.2|le|1.2
 mover_shuffled_ns_per_entity_1m|-|-|0
 bytes_per_mover_entity|<= 100|le|100
 mspt_p99_1m_movers_1t|<= 8|le|8
+mspt_p99_1m_movers|<= 5|le|5
+parallel_speedup|>= 1.7|ge|1.7
+parallel_floor_speedup|-|-|0
+parallel_10k_ratio|<= 1.05|le|1.05
 mspt_p99_1m_movers_floor_ratio|-|-|0
 mspt_p99_1m_movers_1t_cpu|-|-|0
 mspt_p99_1m_movers_cpu_floor_ratio|<= 1.2|le|1.2'

@@ -105,7 +105,7 @@ static void count_prof(void *ud, const tk_prof_event *ev)
 
 static void add_fn(tk_world_t *w, const char *cls_name, tk_tick_fn fn)
 {
-    tk_tick_class_desc cd = {cls_name, fn, NULL};
+    tk_tick_class_desc cd = {cls_name, fn, NULL, false};
     tk_class_id cls;
     ck_assert_int_eq(tk_tick_class_register(w, &cd, &cls), 0);
     tk_tick_desc td = {0};

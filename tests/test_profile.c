@@ -83,9 +83,9 @@ static void setup(void)
     d.clock = fake_clock;
     ck_assert_int_eq(tk_engine_new(&d, &E), 0);
     W = tk_engine_world(E);
-    tk_tick_class_desc a = {"a", a_tick, NULL};
-    tk_tick_class_desc b = {"batch", a_tick, a_batch};
-    tk_tick_class_desc s = {"slow", slow_tick, NULL};
+    tk_tick_class_desc a = {"a", a_tick, NULL, false};
+    tk_tick_class_desc b = {"batch", a_tick, a_batch, false};
+    tk_tick_class_desc s = {"slow", slow_tick, NULL, false};
     ck_assert_int_eq(tk_tick_class_register(W, &a, &C_A), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &b, &C_BATCH), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &s, &C_SLOW), 0);

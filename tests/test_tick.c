@@ -94,9 +94,9 @@ static void setup(double dt)
     d.fixed_dt = dt;
     ck_assert_int_eq(tk_engine_new(&d, &E), 0);
     W = tk_engine_world(E);
-    tk_tick_class_desc a = {"a", actor_tick, NULL};
-    tk_tick_class_desc b = {"b", actor_tick, NULL};
-    tk_tick_class_desc c = {"batch", actor_tick, actor_batch};
+    tk_tick_class_desc a = {"a", actor_tick, NULL, false};
+    tk_tick_class_desc b = {"b", actor_tick, NULL, false};
+    tk_tick_class_desc c = {"batch", actor_tick, actor_batch, false};
     ck_assert_int_eq(tk_tick_class_register(W, &a, &C_A), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &b, &C_B), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &c, &C_BATCH), 0);
@@ -520,7 +520,7 @@ static void chain_tick(void *target, float dt, tk_tick_ctx *ctx)
 START_TEST(tick_runaway_chain_cut_after_101_rounds)
 {
     setup(0.01);
-    tk_tick_class_desc cd = {"chain", chain_tick, NULL};
+    tk_tick_class_desc cd = {"chain", chain_tick, NULL, false};
     tk_class_id cc;
     ck_assert_int_eq(tk_tick_class_register(W, &cd, &cc), 0);
     actor *a = mk("root");
@@ -1087,7 +1087,7 @@ static actor **mk_many(size_t n, tk_class_id cls, double interval_of_last)
 static void deep_chain(double interval_of_last)
 {
     setup(0.1);
-    tk_tick_class_desc cd = {"order", order_tick, NULL};
+    tk_tick_class_desc cd = {"order", order_tick, NULL, false};
     tk_class_id cls;
     ck_assert_int_eq(tk_tick_class_register(W, &cd, &cls), 0);
     tk_world_set_trace(W, NULL, NULL);
@@ -1140,7 +1140,7 @@ START_TEST(tick_many_dependents_of_one_linear)
     const size_t n = 200000;
     setup(0.1);
     tk_world_set_trace(W, NULL, NULL);
-    tk_tick_class_desc cd = {"order", order_tick, NULL};
+    tk_tick_class_desc cd = {"order", order_tick, NULL, false};
     tk_class_id cls;
     ck_assert_int_eq(tk_tick_class_register(W, &cd, &cls), 0);
     actor **as = mk_many(n, cls, 0);

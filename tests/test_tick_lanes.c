@@ -297,8 +297,8 @@ static void tw_compare(int f)
 START_TEST(lanes_due_sets_batched_like_one_by_one)
 {
     setup_clock(1.0 / 60, false);
-    tk_tick_class_desc b = {"twin_batch", tw_tick, tw_batch};
-    tk_tick_class_desc o = {"twin_one", tw_tick, NULL};
+    tk_tick_class_desc b = {"twin_batch", tw_tick, tw_batch, false};
+    tk_tick_class_desc o = {"twin_one", tw_tick, NULL, false};
     ck_assert_int_eq(tk_tick_class_register(W, &b, &g_twcls[0]), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &o, &g_twcls[1]), 0);
     for (int side = 0; side < 2; side++) {
@@ -411,8 +411,8 @@ static tk_tick_id probe_reg(tk_class_id cls, probe *p, tk_group g, double interv
 START_TEST(lanes_due_set_members_mid_frame)
 {
     setup_clock(0.1, false);
-    tk_tick_class_desc a = {"watcher", probe_tick, NULL};
-    tk_tick_class_desc b = {"member", probe_tick, probe_batch};
+    tk_tick_class_desc a = {"watcher", probe_tick, NULL, false};
+    tk_tick_class_desc b = {"member", probe_tick, probe_batch, false};
     tk_class_id ca, cb;
     ck_assert_int_eq(tk_tick_class_register(W, &a, &ca), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &b, &cb), 0);
@@ -484,7 +484,7 @@ END_TEST
 START_TEST(lanes_due_set_queries_and_restore)
 {
     setup_clock(0.1, false);
-    tk_tick_class_desc b = {"member", probe_tick, probe_batch};
+    tk_tick_class_desc b = {"member", probe_tick, probe_batch, false};
     tk_class_id cb;
     ck_assert_int_eq(tk_tick_class_register(W, &b, &cb), 0);
     probe m[4] = {{0}};
@@ -611,7 +611,7 @@ static tk_tick_id named_reg(tk_class_id cls, named *n, tk_group g, double interv
 START_TEST(lanes_interval_prerequisite_static_unless_it_moves)
 {
     setup_clock(0.1, false);
-    tk_tick_class_desc ka = {"ka", named_tick, NULL}, kb = {"kb", named_tick, NULL};
+    tk_tick_class_desc ka = {"ka", named_tick, NULL, false}, kb = {"kb", named_tick, NULL, false};
     tk_class_id ca, cb;
     ck_assert_int_eq(tk_tick_class_register(W, &ka, &ca), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &kb, &cb), 0);
@@ -703,7 +703,7 @@ static void slowt_batch(void *const *targets, size_t n, float dt, tk_tick_ctx *c
 START_TEST(lanes_slow_tick_runs_then_named)
 {
     setup_clock(0.01, true);
-    tk_tick_class_desc k = {"cheap", slowt_tick, NULL};
+    tk_tick_class_desc k = {"cheap", slowt_tick, NULL, false};
     tk_class_id cls;
     ck_assert_int_eq(tk_tick_class_register(W, &k, &cls), 0);
     enum { N = 5000, SLOW = 3210 };
@@ -770,8 +770,8 @@ END_TEST
 START_TEST(lanes_slow_tick_costly_class_batches_and_extras)
 {
     setup_clock(0.1, true);
-    tk_tick_class_desc k = {"costly", slowt_tick, NULL};
-    tk_tick_class_desc kb = {"batched", slowt_tick, slowt_batch};
+    tk_tick_class_desc k = {"costly", slowt_tick, NULL, false};
+    tk_tick_class_desc kb = {"batched", slowt_tick, slowt_batch, false};
     tk_class_id cls, cbat;
     ck_assert_int_eq(tk_tick_class_register(W, &k, &cls), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &kb, &cbat), 0);
@@ -870,7 +870,7 @@ static void seq_tick(void *target, float dt, tk_tick_ctx *ctx)
 START_TEST(lanes_compaction_over_frames_keeps_order)
 {
     setup_clock(0.01, false);
-    tk_tick_class_desc k = {"seq", seq_tick, NULL};
+    tk_tick_class_desc k = {"seq", seq_tick, NULL, false};
     tk_class_id cls;
     ck_assert_int_eq(tk_tick_class_register(W, &k, &cls), 0);
     tk_level_id big;
@@ -967,7 +967,7 @@ static void slotted_tick(void *target, float dt, tk_tick_ctx *ctx)
 START_TEST(lanes_slot_in_target)
 {
     setup_clock(1.0 / 60, false);
-    tk_tick_class_desc cd = {"slotted", slotted_tick, NULL};
+    tk_tick_class_desc cd = {"slotted", slotted_tick, NULL, false};
     tk_class_id k, k2;
     ck_assert_int_eq(tk_tick_class_register(W, &cd, &k), 0);
     ck_assert_int_eq(tk_tick_class_slot_in_target(W, k, 6), TK_EINVAL);
@@ -1015,7 +1015,7 @@ START_TEST(lanes_slot_in_target)
     }
     /* A function of another class keeps its id beside its target, and
      * ctx->self names it. */
-    tk_tick_class_desc cd2 = {"plain", slotted_tick, NULL};
+    tk_tick_class_desc cd2 = {"plain", slotted_tick, NULL, false};
     ck_assert_int_eq(tk_tick_class_register(W, &cd2, &k2), 0);
     static slotted plain;
     d.cls = k2;

@@ -24,6 +24,12 @@
  *   5. Core ticker (raw dt, also while paused), then the post_frame hook
  *      (stats, events, watchdog), then the frame counter + 1 - at the very end.
  *
+ * Threads (tk_engine_desc.threads, tk_engine_set_threads): with more than
+ * one, the world's parallel work (tick.h, Threads) runs on the frame thread
+ * and threads - 1 workers inside its groups; everything else, and every
+ * hook, stays on the frame thread.  The workers sleep (no CPU) while there
+ * is nothing to split.
+ *
  * dt is always the real time between two frame starts (then clamped), in
  * both pacings.  A frame counts as an overrun when its work time exceeds the
  * period.
@@ -112,11 +118,12 @@ typedef struct tk_frame_info {
                                the wait hook, the previous post_frame):
                                start_ns + work_ns - carried_ns is the end  */
     uint64_t cpu_ns;        /* CPU time of the frame thread (user + system:
-                               page faults count) in steps 3-5 and in the
-                               previous post_frame hook; their wall time is
-                               work_ns minus what the wait hook added.  The
-                               difference is time the thread was runnable
-                               but not running: the machine's              */
+                               page faults count; tick workers' time is not
+                               in it) in steps 3-5 and in the previous
+                               post_frame hook; their wall time is work_ns
+                               minus what the wait hook added.  With one
+                               thread, the difference is time the thread was
+                               runnable but not running: the machine's     */
     uint64_t gap_ns;        /* start of this frame - start of the previous
                                (what a client sees; 0 for the first)      */
     uint64_t period_ns;     /* target period (0 = unlimited)               */
@@ -134,7 +141,15 @@ typedef struct tk_engine_desc {
     double time_dilation;   /* initial world dilation; 0 means 1             */
     uint64_t max_frames;    /* tk_engine_run stops after this many; 0 = never */
     tk_pacing pacing;       /* TK_PACING_UNREAL (0, the default) or STEADY   */
-    tk_clock_fn clock;      /* NULL: CLOCK_MONOTONIC                         */
+    unsigned threads;       /* threads that run ticks, the frame thread
+                               included; 0 and 1: the frame thread only
+                               (the default); at most TK_ENGINE_MAX_THREADS */
+    double split_min_us;    /* a run of parallel work is split over the
+                               threads when its expected work (measured)
+                               reaches this; 0: TK_ENGINE_SPLIT_MIN_US      */
+    tk_clock_fn clock;      /* NULL: CLOCK_MONOTONIC.  With threads > 1 it
+                               is also called on workers while a profiler or
+                               slow-tick detection is on: thread-safe then */
     void *clock_ud;
     tk_wait_fn wait;        /* NULL: tk_clock_sleep_until                    */
     void *wait_ud;
@@ -143,11 +158,20 @@ typedef struct tk_engine_desc {
     void *hook_ud;
 } tk_engine_desc;
 
+/* Most threads an engine runs ticks on (tk_engine_desc.threads). */
+#define TK_ENGINE_MAX_THREADS 256
+/* Default of tk_engine_desc.split_min_us: waking a sleeping worker costs
+ * 10 - 40 us on a VM, so less work than this runs faster on one thread. */
+#define TK_ENGINE_SPLIT_MIN_US 50.0
+
 /* Fill a desc with the shipped defaults: 60 Hz, real time, max_dt 0.4,
- * unreal pacing (Unreal's MaxTickRate; the daemon ships steady). */
+ * unreal pacing (Unreal's MaxTickRate; the daemon ships steady), one
+ * thread (the daemon ships one per online CPU). */
 void tk_engine_desc_default(tk_engine_desc *desc);
 
-/* Create an engine and its world.  Validates the desc (rates finite, >= 0). */
+/* Create an engine and its world.  Validates the desc (rates finite, >= 0,
+ * threads <= TK_ENGINE_MAX_THREADS): TK_EINVAL; TK_ENOMEM if the worker
+ * threads cannot be started. */
 int tk_engine_new(const tk_engine_desc *desc, tk_engine_t **out);
 /* Free the engine and its world.  NULL is a no-op. */
 void tk_engine_free(tk_engine_t *e);
@@ -195,6 +219,20 @@ tk_pacing tk_engine_pacing(const tk_engine_t *e);
  */
 typedef enum tk_work_kind { TK_WORK_REQUESTS = 0, TK_WORK_OTHER = 1 } tk_work_kind;
 void tk_engine_add_work(tk_engine_t *e, tk_work_kind kind, uint64_t ns);
+
+/*
+ * Run ticks on `threads` threads from the next frame on (0 and 1: the frame
+ * thread only; at most TK_ENGINE_MAX_THREADS, else TK_EINVAL).  Between
+ * frames only (TK_ESTATE inside one).  Workers are started or stopped here;
+ * if they cannot be started, TK_ENOMEM and nothing changes.
+ */
+int tk_engine_set_threads(tk_engine_t *e, unsigned threads);
+/* Threads ticks run on (1: the frame thread only). */
+unsigned tk_engine_threads(const tk_engine_t *e);
+/* tk_engine_desc.split_min_us from the next run of parallel work on (finite,
+ * > 0 and <= 1e6, else TK_EINVAL). */
+int tk_engine_set_split_min(tk_engine_t *e, double us);
+double tk_engine_split_min(const tk_engine_t *e);
 
 /* While set, frames are not paced (Minecraft's /tick sprint). */
 void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced);

@@ -41,9 +41,38 @@
  * hand their callback the current instance, entity_state finds a state by id.
  *
  * Threads: every call happens on tickd's frame thread, except `check` during
- * world.load, which runs on the loading thread (it has no side effects).  A
- * world holding instances of a class with create or destroy hooks is loaded
- * on the frame thread; other worlds are built and freed aside.
+ * world.load, which runs on the loading thread (it has no side effects), and
+ * the ticks of thread-safe classes and any_thread instances when tickd runs
+ * more than one thread (`[engine] threads`; below).  A world holding
+ * instances of a class with create or destroy hooks is loaded on the frame
+ * thread; other worlds are built and freed aside.
+ *
+ * Thread-safe classes (flags TKP_CLASS_THREAD_SAFE).  With `[engine]
+ * threads` > 1 their `tick` and `tick_batch` calls may run on worker
+ * threads, at the same time as other ticks of the class and of other
+ * thread-safe classes of the same tick group, priority and prerequisite
+ * depth (ticks of instances spawned with `tick.any_thread` too, whatever
+ * their class).  Such a tick
+ *  - writes only its own instance's state (the run's states in a batch);
+ *  - reads other entities (entity_position, entity_state) only where nothing
+ *    running at the same time writes them: its prerequisites (they finished
+ *    before it started) or entities that do not tick in its group;
+ *  - may call state, entity, component, class_of, entity_position,
+ *    entity_state and log (thread-safe), and learns its thread from
+ *    ctx->thread;
+ *  - may not call spawn, timer_set, timer_clear, add_prerequisite,
+ *    remove_prerequisite or for_each: the host refuses them (spawn, the
+ *    prerequisites -1 with err "refused...", timer_set 0, timer_clear and
+ *    for_each nothing) and logs the first refusal of each run as an error
+ *    naming the service and the class.  The same ticks are refused the same
+ *    calls whether they happen to run on a worker or on the frame thread, so
+ *    a world behaves the same with 2 threads or 64.  With one thread
+ *    nothing is refused.
+ * The host runs everything else (classes without the flag, create,
+ * props_changed, destroy, timers, tickables) on the frame thread, never at
+ * the same time as a thread-safe tick, and never lets a tick start before its
+ * prerequisites finished, so a class that keeps to these rules gets exactly
+ * the results of one thread.
  *
  * A plugin exports two symbols:
  *
@@ -67,9 +96,12 @@
 extern "C" {
 #endif
 
-/* Version 2: tick_batch receives a tkp_run (dense states); timer callbacks
- * receive their instance.  Version 1 plugins are refused, naming both. */
-#define TICKD_PLUGIN_ABI 2
+/* Version 3: tkp_class.flags (TKP_CLASS_THREAD_SAFE), tkp_ctx.thread.
+ * Version 2: tick_batch receives a tkp_run (dense states); timer callbacks
+ * receive their instance.  Version 2 plugins still load (their classes are
+ * not thread-safe); version 1 plugins are refused, naming both versions. */
+#define TICKD_PLUGIN_ABI 3
+#define TICKD_PLUGIN_ABI_MIN 2 /* oldest version still loaded */
 
 typedef uint64_t tkp_id;            /* an entity id; 0 = none */
 typedef struct tkp_obj tkp_obj;     /* an instance (opaque)   */
@@ -120,6 +152,8 @@ typedef struct tkp_ctx {
                              per-frame caches on (host, serial)       */
     int group;            /* tick group running (tk_group), -1 outside */
     bool pause_frame;     /* ticking in a pause frame                 */
+    int thread;           /* 0: the frame thread; >= 1: a worker (see
+                             "Thread-safe classes"); ABI 3            */
 } tkp_ctx;
 
 /* A run of instances of one class for tick_batch: the i-th (i < n) is
@@ -133,6 +167,9 @@ typedef struct tkp_run {
     tkp_obj *const *objs;      /* the instances, in the same order         */
     size_t n;                  /* >= 1                                     */
 } tkp_run;
+
+/* tkp_class.flags */
+#define TKP_CLASS_THREAD_SAFE 0x1u /* ticks may run on worker threads (above) */
 
 typedef struct tkp_class {
     uint32_t abi;              /* TICKD_PLUGIN_ABI                         */
@@ -154,9 +191,12 @@ typedef struct tkp_class {
     void (*props_changed)(tkp_obj *o, const void *old, const tkp_ctx *ctx);
     /* Optional: before the instance is freed. */
     void (*destroy)(tkp_obj *o, const tkp_ctx *ctx);
+    /* TKP_CLASS_* (ABI 3; read only from classes with abi >= 3). */
+    uint32_t flags;
 } tkp_class;
 
-/* Host services.  Every function is valid only during a call of the class. */
+/* Host services.  Every function is valid only during a call of the class;
+ * from a thread-safe tick only those "Thread-safe classes" allows. */
 struct tkp_api {
     uint32_t abi;
     /* ---- the props given (check, create) ---- */

@@ -15,7 +15,8 @@
  *    was moved ("demoted") never lands in start_physics or end_physics.  The
  *    actual end group is the last demotable group in (start, max(end group,
  *    prerequisites' end groups)].  Groups block: a function runs entirely in
- *    its actual start group (a dedicated server is single-threaded).
+ *    its actual start group (a dedicated server does not overlap groups;
+ *    neither do tickd's worker threads, see Threads).
  *  - Prerequisites run first.  A prerequisite that is disabled, cooling down,
  *    already ticked this frame or unregistered is ignored; a stale one (its
  *    function was unregistered) is dropped; an edge that closes a cycle is
@@ -54,8 +55,32 @@
  *    and its components'), not its interval scheduling.
  *  - on_dedicated_server = false: never registered (tk_tick_register
  *    succeeds and returns TK_TICK_NONE), as on an Unreal dedicated server.
- *  - any_thread is accepted and reported; a dedicated server runs every tick
- *    on the frame thread (Unreal's single-threaded mode), and so does tickd.
+ *  - Threads.  With the engine's `threads` = 1 (tk_engine_set_threads; a
+ *    world without an engine) every tick runs on the frame thread, as on a
+ *    single-threaded Unreal dedicated server.  With more, "parallel work"
+ *    may run on worker threads inside its group: every function of a class
+ *    registered thread_safe, and every any_thread function (Unreal's
+ *    bRunOnAnyThread) that sits in its group's schedule (functions queued
+ *    per frame, newly spawned or dynamic, and pause frames run on the frame
+ *    thread).  The order above still decides what runs before what:
+ *    parallel work that is consecutive in that order, of one priority band
+ *    and prerequisite depth, runs at the same time; anything else runs on
+ *    the frame thread alone, after all that precedes it finished and before
+ *    anything that follows starts.  So a function never starts before its
+ *    prerequisites finished, every function of a group (and those whose end
+ *    group it is) finishes before the group ends, and newly spawned passes,
+ *    pause frames, intervals, dilation and counters are those of one thread.
+ *    The results equal one thread's as long as parallel work changes only
+ *    its own target's state and reads of other state only what nothing
+ *    running at the same time writes (a prerequisite's, say).  While parallel
+ *    work runs, on any thread, the world must not change: every call of
+ *    this API, timer.h, tickable.h and world.h that would change something
+ *    (registering, unregistering, enabling, prerequisites, specs, timers,
+ *    tickables, levels, pause, dilation) and tk_tick_get / tk_tick_save are
+ *    refused with TK_ESTATE, and the first refusal of a run is logged as an
+ *    error naming the call and the class (tk_tick_guard offers the same to
+ *    a host of services).  Hooks (trace, slow tick, profiler) are called on
+ *    the frame thread, after the work they report, in the one-thread order.
  *
  * Speed (see tick.c's header for the data structures): registered functions
  * live in a persistent schedule of "lanes" (same group, priority, depth and
@@ -122,7 +147,7 @@ typedef struct tk_tick_spec {
     bool high_priority;      /* first within its group                       */
     bool batch;              /* may be dispatched in a class batch           */
     bool on_dedicated_server;/* false: never registered                      */
-    bool any_thread;         /* accepted and reported (see above)            */
+    bool any_thread;         /* may run on a worker thread (see Threads)     */
 } tk_tick_spec;
 
 /* The protocol's defaults: pre_physics, end same, every frame, enabled,
@@ -148,6 +173,7 @@ typedef struct tk_tick_ctx {
     uint64_t frame;      /* current frame number                          */
     tk_group group;      /* group it runs in (newly_spawned in the drain) */
     bool pause_frame;    /* running in a pause frame                      */
+    unsigned thread;     /* 0: the frame thread; 1 .. threads-1: a worker */
 } tk_tick_ctx;
 
 typedef void (*tk_tick_fn)(void *target, float dt, tk_tick_ctx *ctx);
@@ -161,6 +187,10 @@ typedef struct tk_tick_class_desc {
     const char *name;          /* copied; 1..63 bytes                      */
     tk_tick_fn fn;             /* required                                 */
     tk_tick_batch_fn fn_batch; /* optional                                 */
+    bool thread_safe;          /* fn and fn_batch may run on worker threads,
+                                  at the same time as other parallel work
+                                  (see Threads): every function of the
+                                  class is parallel work                   */
 } tk_tick_class_desc;
 
 /* Register a class (TK_EEXIST for a taken name, TK_ELIMIT past TK_CLASS_MAX). */
@@ -304,6 +334,19 @@ typedef struct tk_tick_counts {
 
 void tk_tick_get_counts(const tk_world_t *w, tk_tick_counts *out);
 
+/* ---- threads ------------------------------------------------------------ */
+
+/* True while parallel work runs (see Threads): the world must not change. */
+bool tk_tick_parallel(const tk_world_t *w);
+
+/*
+ * For a host offering services to ticks: 0 if the world may change now;
+ * while parallel work runs, TK_ESTATE, and the refusal of `what` (a short
+ * name such as "spawn") is logged as libtickd's own refusals are (the first
+ * of a run, naming the class).  Callable from any thread.
+ */
+int tk_tick_guard(tk_world_t *w, const char *what);
+
 /* ---- naming, tracing (Unreal's tick.LogTicks) ---------------------------- */
 
 /* Describe a tick function for log lines (cycles, runaway spawns): write a
@@ -314,9 +357,10 @@ typedef void (*tk_tick_namer_fn)(void *ud, tk_tick_id id, void *target,
 
 void tk_world_set_tick_namer(tk_world_t *w, tk_tick_namer_fn fn, void *ud);
 
-/* Called for every tick function executed, in execution order, with the
- * group it ran in (in pause frames: its own configured group).  Tracing turns
- * batching off while installed. */
+/* Called for every tick function executed, in execution order (the order
+ * of one thread: functions run by workers are reported after their run, in
+ * that order), with the group it ran in (in pause frames: its own configured
+ * group).  Tracing turns batching off while installed. */
 typedef void (*tk_trace_fn)(void *ud, tk_tick_id id, void *target,
                             tk_group group);
 
@@ -335,7 +379,8 @@ void tk_world_set_trace(tk_world_t *w, tk_trace_fn fn, void *ud);
  *    timed one by one for the next 64 runs of their lane, so that the one
  *    that was slow is named alone (`n` = 1) the next time it is slow.
  * `id` and `target` are those of the function named; `ns` covers the whole
- * run.  `fn` runs on the frame thread, inside the frame.
+ * run.  `fn` runs on the frame thread, inside the frame (for work done by
+ * workers, after it, in the order of one thread).
  */
 typedef void (*tk_slow_tick_fn)(void *ud, tk_tick_id id, void *target,
                                 tk_class_id cls, uint64_t ns, size_t n);

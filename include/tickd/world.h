@@ -18,7 +18,9 @@
  *
  * The world is single-threaded: every call must come from the thread that
  * runs the engine's frames.  Calls made from inside a tick function, timer or
- * tickable callback are allowed and follow Unreal's mid-frame rules.
+ * tickable callback are allowed and follow Unreal's mid-frame rules, except
+ * from ticks that run as parallel work (tick.h, Threads), on whatever thread:
+ * there a call that changes the world is refused (TK_ESTATE, logged).
  */
 #ifndef TICKD_WORLD_H
 #define TICKD_WORLD_H
@@ -172,6 +174,14 @@ typedef struct tk_world_frame_stats {
     uint64_t tickables_run;    /* tickables ticked                            */
     uint32_t newly_spawned_rounds; /* rounds of the last_demotable drain      */
     bool pause_frame;          /* the frame ran as a pause frame              */
+    /* Threads (tick.h, Threads; all 0 with one thread): */
+    uint32_t sections;         /* runs of parallel work                       */
+    uint32_t sections_split;   /* of those, split over worker threads         */
+    uint64_t par_ticks;        /* functions ticked as parallel work           */
+    uint64_t worker_ticks;     /* of those, ticked on worker threads          */
+    uint64_t worker_ns;        /* ns of tick work done on worker threads
+                                  (summed over them; monotonic clock)         */
+    uint64_t group_worker_ns[8]; /* worker_ns by tk_group                     */
 } tk_world_frame_stats;
 
 void tk_world_get_frame_stats(const tk_world_t *w, tk_world_frame_stats *out);
@@ -179,6 +189,8 @@ void tk_world_get_frame_stats(const tk_world_t *w, tk_world_frame_stats *out);
 /*
  * The monotonic clock the world uses to time its phases for statistics (it
  * never influences simulation).  Set by the engine; NULL disables timing.
+ * With worker threads (tick.h, Threads) it is also read on them while a
+ * profiler or slow-tick detection is on: it must be thread-safe then.
  */
 void tk_world_set_stats_clock(tk_world_t *w, uint64_t (*clock)(void *), void *ud);
 
@@ -186,8 +198,9 @@ void tk_world_set_stats_clock(tk_world_t *w, uint64_t (*clock)(void *), void *ud
 
 /*
  * A profiler sees where a frame goes, in events reported while the frame
- * runs.  Times are ns of the world's stats clock (tk_world_set_stats_clock;
- * monotonic), `start_ns` absolute.  Off (no profiler set), the frame pays one
+ * runs (work done by worker threads: after it, in the order of one thread).
+ * Times are ns of the world's stats clock (tk_world_set_stats_clock;
+ * monotonic; read on worker threads too), `start_ns` absolute.  Off (no profiler set), the frame pays one
  * predictable branch per lane of same-class functions, never per function.
  * On, it pays two clock reads per run of same-class, same-level functions
  * (a batch, or the functions of a lane ticked one by one), plus two per
@@ -217,6 +230,8 @@ typedef struct tk_prof_event {
     uint64_t start_ns;     /* ns, stats clock                                    */
     uint64_t ns;           /* ns, duration                                       */
     bool pause_frame;      /* reported from a pause frame                        */
+    unsigned thread;       /* RUN, TICK: the thread that ran them (0: the frame
+                              thread, >= 1 a worker; tick.h, Threads)            */
 } tk_prof_event;
 
 typedef struct tk_profiler {

@@ -14,7 +14,11 @@
  *                requests, timers (with each timer action nested) and
  *                tickables (with each tickable) spans
  *   tid 10 + g   one per tick group g (pre_physics = 10 ... newly_spawned =
- *                17): the group's span with its tick functions inside
+ *                17): the group's span with the tick functions the frame
+ *                thread ran inside
+ *   tid 100 + t  one per worker thread t seen (tickd's [engine] threads):
+ *                the tick functions it ran, which overlap the frame
+ *                thread's and each other's
  * plus metadata events (ph "M") naming the process and tracks and ordering
  * them.  Times are exact: the daemon reports ns as µs with three decimals, and
  * sums are done in integer ns, so a child never pokes out of its parent by a
@@ -30,6 +34,7 @@
 
 #define FRAME_TID 1
 #define GROUP_TID0 10
+#define WORKER_TID0 100
 #define N_GROUPS 8
 
 static const char *const group_names[N_GROUPS] = {
@@ -120,10 +125,26 @@ static int convert(const json_t *res, tk_ctl_buf_t *b, char **err)
         put_meta(b, &first, "thread_sort_index", GROUP_TID0 + g, "sort_index",
                  json_integer(g + 1));
     }
-    /* Requests run while waiting for a frame come before its start: shift
-     * the timeline so that the earliest event is at 0 or later. */
+    /* A track for each worker thread that ran a tick. */
     size_t i, k;
     const json_t *fr, *sp;
+    json_int_t workers = 0;
+    json_array_foreach(frames, i, fr) {
+        json_array_foreach(json_object_get(fr, "ticks"), k, sp) {
+            json_int_t t = json_integer_value(json_object_get(sp, "thread"));
+            if (t > workers && t < 10000)
+                workers = t;
+        }
+    }
+    for (json_int_t t = 1; t <= workers; t++) {
+        char name[32];
+        snprintf(name, sizeof name, "worker %" JSON_INTEGER_FORMAT, t);
+        put_meta(b, &first, "thread_name", WORKER_TID0 + (int)t, "name", json_string(name));
+        put_meta(b, &first, "thread_sort_index", WORKER_TID0 + (int)t, "sort_index",
+                 json_integer(N_GROUPS + t));
+    }
+    /* Requests run while waiting for a frame come before its start: shift
+     * the timeline so that the earliest event is at 0 or later. */
     long long shift = 0;
     json_array_foreach(frames, i, fr) {
         long long f0 = ns_of(json_object_get(fr, "start"));
@@ -171,14 +192,18 @@ static int convert(const json_t *res, tk_ctl_buf_t *b, char **err)
             int gi = group_index(json_string_value(json_object_get(t, "group")));
             if (gi < 0)
                 continue;
-            json_t *args = json_pack("{s:O,s:O,s:O}", "entity", json_object_get(t, "entity"),
-                                     "component", json_object_get(t, "component"), "frame",
-                                     json_object_get(fr, "frame"));
+            json_int_t thread = json_integer_value(json_object_get(t, "thread"));
+            json_t *args = json_pack("{s:O,s:O,s:O,s:s,s:I}", "entity",
+                                     json_object_get(t, "entity"), "component",
+                                     json_object_get(t, "component"), "frame",
+                                     json_object_get(fr, "frame"), "group", group_names[gi],
+                                     "thread", thread);
             if (!args)
                 tk__ctl_oom();
-            put_x(b, &first, json_string_value(json_object_get(t, "class")), "tick",
-                  GROUP_TID0 + gi, f0 + ns_of(json_object_get(t, "start")),
-                  ns_of(json_object_get(t, "dur")), args);
+            int tid = thread > 0 && thread <= workers ? WORKER_TID0 + (int)thread
+                                                      : GROUP_TID0 + gi;
+            put_x(b, &first, json_string_value(json_object_get(t, "class")), "tick", tid,
+                  f0 + ns_of(json_object_get(t, "start")), ns_of(json_object_get(t, "dur")), args);
             json_decref(args);
         }
     }

@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "pool_int.h"
 #include "ticker_int.h"
 #include "world_int.h"
 
@@ -35,6 +36,8 @@ struct tk_engine {
     tk_world_t *world;
     struct tk__ticker *ticker;
     tk_frame_stats *fstats;
+    tk__pool *pool;          /* workers when threads > 1, else NULL        */
+    uint64_t split_ns;       /* parallel work worth splitting (tick.c)     */
 
     double tick_rate;        /* Hz, 0 = unlimited                          */
     uint64_t fixed_dt_ns;    /* 0 = real time                              */
@@ -95,6 +98,8 @@ static void default_wait(void *ud, uint64_t deadline_ns)
 }
 
 struct tk__ticker *tk__engine_ticker(tk_engine_t *e) { return e->ticker; }
+struct tk__pool *tk__engine_pool(const tk_engine_t *e) { return e->pool; }
+uint64_t tk__engine_split_ns(const tk_engine_t *e) { return e->split_ns; }
 bool tk__engine_deferred(const tk_engine_t *e) { return e->deferred; }
 
 void tk_engine_desc_default(tk_engine_desc *d)
@@ -133,9 +138,16 @@ int tk_engine_new(const tk_engine_desc *d, tk_engine_t **out)
         return TK_EINVAL;
     if (!check_rate(d->tick_rate, 1e6) || !check_rate(d->fixed_dt, 1e6) ||
         !check_rate(d->max_dt, 1e6) || !(isfinite(d->time_dilation) && d->time_dilation >= 0) ||
-        !tk_pacing_name(d->pacing))
+        !tk_pacing_name(d->pacing) || d->threads > TK_ENGINE_MAX_THREADS ||
+        !(d->split_min_us == 0 || (isfinite(d->split_min_us) && d->split_min_us > 0 &&
+                                   d->split_min_us <= 1e6)))
         return TK_EINVAL;
+    tk__pool *pool = NULL;
+    if (d->threads > 1 && !(pool = tk__pool_new(d->threads)))
+        return TK_ENOMEM;
     tk_engine_t *e = tk_calloc(1, sizeof *e);
+    e->pool = pool;
+    e->split_ns = (uint64_t)llround((d->split_min_us ? d->split_min_us : TK_ENGINE_SPLIT_MIN_US) * 1e3);
     e->tick_rate = d->tick_rate;
     e->fixed_dt_ns = tk_s_to_ns(d->fixed_dt);
     e->max_dt_ns = tk_s_to_ns(d->max_dt);
@@ -166,11 +178,14 @@ void tk_engine_free(tk_engine_t *e)
     tk__world_free(e->world);
     tk__ticker_free(e->ticker);
     tk_frame_stats_free(e->fstats);
+    tk__pool_free(e->pool);
     tk_free(e);
 }
 
 int tk_engine_swap_world(tk_engine_t *e, tk_world_t *w, tk_world_t **old)
 {
+    if (e && TK_UNLIKELY(e->world->par))
+        return tk__par_refuse(e->world, "tk_engine_swap_world");
     if (!e || !w || !old)
         return TK_EINVAL;
     tk_world_t *o = e->world;
@@ -364,11 +379,17 @@ uint64_t tk_engine_run(tk_engine_t *e)
     return n;
 }
 
-void tk_engine_stop(tk_engine_t *e) { e->stop = true; }
+void tk_engine_stop(tk_engine_t *e)
+{
+    TK_PAR_GUARD_VOID(e->world, "tk_engine_stop");
+    e->stop = true;
+}
 bool tk_engine_stopping(const tk_engine_t *e) { return e->stop; }
 
 int tk_engine_set_tick_rate(tk_engine_t *e, double hz)
 {
+    if (e && TK_UNLIKELY(e->world->par))
+        return tk__par_refuse(e->world, "tk_engine_set_tick_rate");
     if (!check_rate(hz, 1e6))
         return tk__world_error(e->world, TK_EINVAL, "tick rate must be a finite number >= 0");
     e->tick_rate = hz;
@@ -378,6 +399,8 @@ double tk_engine_tick_rate(const tk_engine_t *e) { return e->tick_rate; }
 
 int tk_engine_set_fixed_dt(tk_engine_t *e, double s)
 {
+    if (e && TK_UNLIKELY(e->world->par))
+        return tk__par_refuse(e->world, "tk_engine_set_fixed_dt");
     if (!check_rate(s, 1e6))
         return tk__world_error(e->world, TK_EINVAL, "fixed dt must be a finite number >= 0");
     e->fixed_dt_ns = tk_s_to_ns(s);
@@ -387,6 +410,8 @@ double tk_engine_fixed_dt(const tk_engine_t *e) { return tk_ns_to_s(e->fixed_dt_
 
 int tk_engine_set_max_dt(tk_engine_t *e, double s)
 {
+    if (e && TK_UNLIKELY(e->world->par))
+        return tk__par_refuse(e->world, "tk_engine_set_max_dt");
     if (!check_rate(s, 1e6))
         return tk__world_error(e->world, TK_EINVAL, "max dt must be a finite number >= 0");
     e->max_dt_ns = tk_s_to_ns(s);
@@ -396,6 +421,8 @@ double tk_engine_max_dt(const tk_engine_t *e) { return tk_ns_to_s(e->max_dt_ns);
 
 int tk_engine_set_pacing(tk_engine_t *e, tk_pacing p)
 {
+    if (e && TK_UNLIKELY(e->world->par))
+        return tk__par_refuse(e->world, "tk_engine_set_pacing");
     if (!tk_pacing_name(p))
         return tk__world_error(e->world, TK_EINVAL, "pacing must be unreal or steady");
     if (p != e->pacing) {
@@ -406,6 +433,42 @@ int tk_engine_set_pacing(tk_engine_t *e, tk_pacing p)
     return 0;
 }
 tk_pacing tk_engine_pacing(const tk_engine_t *e) { return e->pacing; }
+
+int tk_engine_set_threads(tk_engine_t *e, unsigned threads)
+{
+    if (e && TK_UNLIKELY(e->world->par))
+        return tk__par_refuse(e->world, "tk_engine_set_threads");
+    if (threads > TK_ENGINE_MAX_THREADS)
+        return tk__world_error(e->world, TK_EINVAL, "threads must be 1 .. %d",
+                               TK_ENGINE_MAX_THREADS);
+    if (e->world->in_frame)
+        return tk__world_error(e->world, TK_ESTATE, "threads change between frames only");
+    if (threads < 1)
+        threads = 1;
+    if (threads == tk_engine_threads(e))
+        return 0;
+    tk__pool *pool = NULL;
+    if (threads > 1 && !(pool = tk__pool_new(threads)))
+        return tk__world_error(e->world, TK_ENOMEM, "cannot start %u worker threads",
+                               threads - 1);
+    tk__pool_free(e->pool);
+    e->pool = pool;
+    return 0;
+}
+
+unsigned tk_engine_threads(const tk_engine_t *e) { return tk__pool_threads(e->pool); }
+
+int tk_engine_set_split_min(tk_engine_t *e, double us)
+{
+    if (e && TK_UNLIKELY(e->world->par))
+        return tk__par_refuse(e->world, "tk_engine_set_split_min");
+    if (!(isfinite(us) && us > 0 && us <= 1e6))
+        return tk__world_error(e->world, TK_EINVAL, "split_min must be in (0, 1e6] us");
+    e->split_ns = (uint64_t)llround(us * 1e3);
+    return 0;
+}
+
+double tk_engine_split_min(const tk_engine_t *e) { return (double)e->split_ns / 1e3; }
 
 void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced) { e->unpaced = unpaced; }
 

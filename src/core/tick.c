@@ -75,13 +75,44 @@
  * component).  No graph walk recurses.  No allocation in a steady-state
  * frame.
  *
+ * Threads (the engine's `threads` > 1, a pool of workers: pool_int.h).  A
+ * group runs its lanes in the same order as with one thread; what changes is
+ * who runs some of them.  Work that may run on workers ("parallel work") is
+ * every lane entry of a class registered thread_safe and every any_thread
+ * function in a lane.  A "section" is a stretch of parallel work that is
+ * consecutive in the one-thread order and has no prerequisite inside it:
+ * consecutive lanes of thread-safe classes of one band and depth (a function
+ * and its prerequisites never share a depth), or a stretch of consecutive
+ * any_thread entries of another class's lane.  The frame thread runs
+ * everything else itself, between sections, exactly as with one thread, so
+ * a function that is not parallel work sees the world as one thread would
+ * leave it, and a section starts only after everything before it finished
+ * (prerequisites included) and ends before anything after it starts.  In a
+ * section the world must not change (w->par: tick, timer, tickable and level
+ * calls are refused, tk_tick_guard), whether it is split or not, so that a
+ * world behaves the same with 2 threads or 64.  A section is split into
+ * chunks for the pool only when its expected work (entries x the lane's
+ * measured ns per entry) reaches the engine's split_min (50 us): below,
+ * waking a worker costs more than it saves, and the frame thread runs it
+ * alone.  Chunks are
+ * lane ranges; each thread counts, times and buffers what the profiler, the
+ * trace hook and slow-tick detection would see (`runner`), and the frame
+ * thread hands those on after the section, in chunk order: the order of one
+ * thread.  Lanes never change during a section: no lane, bit, record or due
+ * set is written by a worker except the ext record of the function it runs.
+ * Functions queued per frame (extras: dynamic and newly spawned ones) and
+ * pause frames run on the frame thread.  With threads = 1 there is no
+ * section and no refusal: everything is as it always was.
+ *
  * Not here: timers (timer.c), tickables (tickable.c), the world's clocks
- * (world.c).  Threads: any_thread functions run on the frame thread.
+ * (world.c), the threads (pool.c).
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "pool_int.h"
 #include "tick_int.h"
 #include "wheel_int.h"
 #include "world_int.h"
@@ -95,6 +126,10 @@
 #define COMPACT_MOVE 16u       /* units of a moved entry; a skipped one is 1   */
 #define SLOW_HOLD 64u         /* lane runs timed one by one after a slow run     */
 #define SLOW_RUN_MAX 256u     /* functions timed together at most                */
+#define PAR_CHUNKS 4u         /* chunks per thread of a split section             */
+#define PAR_CHUNK_MIN 256u    /* entries of a chunk at least (a multiple of 64)    */
+#define PAR_NS_GUESS 2.0f     /* ns per entry of a lane never measured             */
+#define PAR_REMEASURE 64u     /* runs of a small section between two timings       */
 
 /* rec.state values beyond tk_tick_state */
 #define RS_FREE 3
@@ -230,6 +265,9 @@ typedef struct lane {
     uint16_t sl_k;         /* slow-tick detection: functions per timed run      */
     uint16_t sl_hold;      /* runs left to time [sl_lo, sl_hi) one by one       */
     uint32_t sl_lo, sl_hi; /* positions of the last slow run of several         */
+    uint32_t n_any;        /* entries of any_thread functions                   */
+    float ns_per;          /* ns per entry when it last ran timed, 0 = never    */
+    uint32_t untimed;      /* runs since then (sections, PAR_REMEASURE)         */
 } lane;
 
 /*
@@ -290,6 +328,7 @@ typedef struct tclass {
     bool slot_in_target;   /* tk_tick_class_slot_in_target                */
     uint32_t slot_offset;  /* bytes                                       */
     bool used;             /* a function of it was registered             */
+    bool thread_safe;      /* its functions are parallel work              */
 } tclass;
 
 /* An entry of a group's extras list: a function queued this frame. */
@@ -348,6 +387,60 @@ typedef struct wframe {
     bool iv;             /* has a considered interval prerequisite    */
     bool dyn;            /* its groups can change from frame to frame */
 } wframe;
+
+/* What a thread running functions in a parallel section leaves for the
+ * frame thread to hand on: a profiler event, a trace call or a slow tick. */
+enum { EV_PROF, EV_TRACE, EV_SLOW };
+
+typedef struct pevent {
+    uint8_t what;          /* EV_*                                          */
+    tk_prof_event ev;      /* EV_TRACE: id, target, group; EV_SLOW: id,
+                              target, cls, ns, n                           */
+} pevent;
+
+/*
+ * A thread's state while it runs functions: the frame thread's outside
+ * sections (T->main: events go out at once), and each thread's in a split
+ * section (T->runners[thread]: events are buffered until the section ends).
+ */
+typedef struct runner {
+    uint64_t *ran;         /* where functions run are counted               */
+    uint64_t ran_own;      /* the counter of a section's runner             */
+    unsigned thread;       /* 0 = the frame thread, >= 1 a worker           */
+    bool buffered;         /* a section's: events go to ev[]                */
+    /* Profiling: the open run of same-class functions. */
+    uint64_t pr_t0;        /* ns, stats clock: start of the open run        */
+    uint32_t pr_n;         /* functions in it; 0 = none open                */
+    uint16_t pr_cls, pr_level; /* its class and level slot                  */
+    uint8_t pr_group;      /* the group it runs in                          */
+    uint32_t pr_first;     /* slot of its first function                    */
+    void *pr_target;       /* target of its first function                  */
+    uint32_t pr_countdown; /* functions until the next sampled one          */
+    pevent *ev;            /* buffered events                               */
+    size_t n_ev, cap_ev;
+} runner;
+
+/* Slow-tick detection's state of a lane after a chunk (sr_end). */
+typedef struct slowout {
+    uint16_t k, hold;
+    uint32_t lo, hi;
+} slowout;
+
+/* A piece of a split section: lane positions [lo, hi), and what running it
+ * left (written by the thread that ran it). */
+typedef struct pchunk {
+    uint32_t lane, lo, hi;
+    uint32_t thread;       /* the thread that ran it                       */
+    size_t ev0, ev1;       /* its events in that thread's runner            */
+    uint64_t ns;           /* ns (monotonic) it took                        */
+    uint64_t ran;          /* functions it ran                              */
+    slowout so;            /* slow-tick state after it                      */
+} pchunk;
+
+/* A range of a section: positions [lo, hi) of a lane. */
+typedef struct prange {
+    uint32_t lane, lo, hi;
+} prange;
 
 struct tk__ticks {
     rec *recs;
@@ -433,16 +526,21 @@ struct tk__ticks {
     tk_tick_namer_fn namer;
     void *namer_ud;
 
-    /* Profiling (w->prof_on): the open run of same-class functions. */
-    uint64_t pr_t0;           /* ns, stats clock: start of the open run          */
-    uint32_t pr_n;            /* functions in it; 0 = none open                  */
-    uint16_t pr_cls, pr_level;/* its class and level slot                        */
-    uint8_t pr_group;         /* the group it runs in                            */
-    uint32_t pr_first;        /* slot of its first function                      */
-    void *pr_target;          /* target of its first function                    */
-    uint32_t pr_countdown;    /* functions until the next sampled one            */
+    /* Profiling (w->prof_on): the frame thread's open run, sampling. */
+    runner main;              /* the frame thread outside split sections         */
     uint8_t *pr_each;         /* per class: 1 = time every function on its own   */
     size_t pr_n_each;
+
+    /* Parallel sections (threads > 1; see the top of this file). */
+    tk__pool *pool;           /* the engine's pool this group; NULL: none        */
+    uint64_t split_ns;        /* expected work of a section worth splitting      */
+    unsigned pool_threads;    /* tk__pool_threads(pool)                          */
+    runner *runners;          /* per thread of a split section                   */
+    size_t n_runners;
+    pchunk *chunks;           /* the split section's chunks                      */
+    size_t n_chunks, cap_chunks;
+    prange *ranges;           /* the section being gathered                      */
+    size_t n_ranges, cap_ranges;
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -797,6 +895,8 @@ static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
         L->last_seq = rec_seq(r);
     r->lane = lid;
     r->pos = p;
+    if (r->flags & RF_ANYTHREAD)
+        L->n_any++;
     if (!L->lvl_mixed) {
         L->level = rec_level(r);
         L->lvl_mixed = 1;
@@ -838,6 +938,8 @@ static void lane_kill(struct tk__ticks *T, rec *r)
     lane *L = &T->lanes[r->lane];
     entry_clear(L, r->pos);
     L->n_dead++;
+    if (r->flags & RF_ANYTHREAD)
+        L->n_any--;
     if (L->n_dead * 4 > L->n)
         lane_mark_dirty(T, r->lane);
 }
@@ -1483,6 +1585,7 @@ struct tk__ticks *tk__ticks_new(void)
     T->seq_next = 1;
     T->free_head = NONE32;
     T->cur_group = 0;
+    T->main.thread = 0;
     return T;
 }
 
@@ -1534,6 +1637,11 @@ void tk__ticks_free(struct tk__ticks *T)
     tk_free(T->cohorts);
     tk_free(T->classes);
     tk_free(T->pr_each);
+    for (size_t i = 0; i < T->n_runners; i++)
+        tk_free(T->runners[i].ev);
+    tk_free(T->runners);
+    tk_free(T->chunks);
+    tk_free(T->ranges);
     tk_free(T);
 }
 
@@ -1634,6 +1742,7 @@ int tk_tick_spec_check(const tk_tick_spec *s, const char **why)
 
 int tk_tick_class_register(tk_world_t *w, const tk_tick_class_desc *d, tk_class_id *out)
 {
+    TK_PAR_GUARD(w, "tk_tick_class_register");
     if (!w || !d)
         return TK_EINVAL;
     struct tk__ticks *T = T_of(w);
@@ -1652,6 +1761,7 @@ int tk_tick_class_register(tk_world_t *w, const tk_tick_class_desc *d, tk_class_
     snprintf(c->name, sizeof c->name, "%s", d->name);
     c->fn = d->fn;
     c->fn_batch = d->fn_batch;
+    c->thread_safe = d->thread_safe;
     if (out)
         *out = (tk_class_id)T->n_classes;
     T->n_classes++;
@@ -1697,12 +1807,14 @@ const char *tk_tick_class_name(const tk_world_t *w, tk_class_id cls)
 
 void tk_world_set_trace(tk_world_t *w, tk_trace_fn fn, void *ud)
 {
+    TK_PAR_GUARD_VOID(w, "tk_world_set_trace");
     T_of(w)->trace = fn;
     T_of(w)->trace_ud = ud;
 }
 
 void tk_world_set_slow_tick(tk_world_t *w, uint64_t threshold_ns, tk_slow_tick_fn fn, void *ud)
 {
+    TK_PAR_GUARD_VOID(w, "tk_world_set_slow_tick");
     struct tk__ticks *T = T_of(w);
     T->slow_ns = fn ? threshold_ns : 0;
     T->slow_fn = fn;
@@ -1720,6 +1832,7 @@ void tk__ticks_move_hooks(tk_world_t *to, tk_world_t *from)
 
 void tk_world_set_tick_namer(tk_world_t *w, tk_tick_namer_fn fn, void *ud)
 {
+    TK_PAR_GUARD_VOID(w, "tk_world_set_tick_namer");
     T_of(w)->namer = fn;
     T_of(w)->namer_ud = ud;
 }
@@ -1896,6 +2009,7 @@ static void pre_remove_at(struct tk__ticks *T, rec *r, uint32_t i)
 
 int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
 {
+    TK_PAR_GUARD(w, "tk_tick_register");
     if (!w || !d || !out)
         return TK_EINVAL;
     struct tk__ticks *T = T_of(w);
@@ -2080,6 +2194,7 @@ static void release_limbo(struct tk__ticks *T)
 
 int tk_tick_unregister(tk_world_t *w, tk_tick_id id)
 {
+    TK_PAR_GUARD(w, "tk_tick_unregister");
     if (!w)
         return TK_EINVAL;
     rec *r = live_rec(w, id);
@@ -2162,6 +2277,7 @@ static void set_enabled(tk_world_t *w, rec *r, bool en)
 
 int tk_tick_set_enabled(tk_world_t *w, tk_tick_id id, bool enabled)
 {
+    TK_PAR_GUARD(w, "tk_tick_set_enabled");
     if (!w)
         return TK_EINVAL;
     rec *r = live_rec(w, id);
@@ -2173,6 +2289,7 @@ int tk_tick_set_enabled(tk_world_t *w, tk_tick_id id, bool enabled)
 
 int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec)
 {
+    TK_PAR_GUARD(w, "tk_tick_set_spec");
     if (!w)
         return TK_EINVAL;
     struct tk__ticks *T = T_of(w);
@@ -2190,6 +2307,12 @@ int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec)
     int end = spec->end_group == TK_GROUP_SAME ? (int)spec->group : (int)spec->end_group;
     r->grp = grp_pack(spec->group, end);
     bool was_paused = (r->flags & RF_PAUSED) != 0;
+    if (spec->any_thread != ((r->flags & RF_ANYTHREAD) != 0)) {
+        if (spec->any_thread)
+            T->lanes[r->lane].n_any++;
+        else
+            T->lanes[r->lane].n_any--;
+    }
     r->flags = (uint8_t)((r->flags & (RF_DYNAMIC | RF_NEWLY | RF_DIRTY | RF_LOWBAND)) |
                          (spec->high_priority ? RF_HIPRI : 0) | (spec->batch ? RF_BATCH : 0) |
                          (spec->even_when_paused ? RF_PAUSED : 0) |
@@ -2244,6 +2367,7 @@ int tk_tick_set_spec(tk_world_t *w, tk_tick_id id, const tk_tick_spec *spec)
 
 int tk_tick_set_dilation(tk_world_t *w, tk_tick_id id, float dilation)
 {
+    TK_PAR_GUARD(w, "tk_tick_set_dilation");
     if (!w)
         return TK_EINVAL;
     rec *r = live_rec(w, id);
@@ -2262,6 +2386,7 @@ int tk_tick_set_dilation(tk_world_t *w, tk_tick_id id, float dilation)
 
 int tk_tick_set_target(tk_world_t *w, tk_tick_id id, void *target)
 {
+    TK_PAR_GUARD(w, "tk_tick_set_target");
     if (!w)
         return TK_EINVAL;
     rec *r = live_rec(w, id);
@@ -2280,6 +2405,7 @@ int tk_tick_set_target(tk_world_t *w, tk_tick_id id, void *target)
 
 int tk_tick_add_prerequisite(tk_world_t *w, tk_tick_id id, tk_tick_id prereq)
 {
+    TK_PAR_GUARD(w, "tk_tick_add_prerequisite");
     if (!w)
         return TK_EINVAL;
     rec *r = live_rec(w, id);
@@ -2298,6 +2424,7 @@ int tk_tick_add_prerequisite(tk_world_t *w, tk_tick_id id, tk_tick_id prereq)
 
 int tk_tick_remove_prerequisite(tk_world_t *w, tk_tick_id id, tk_tick_id prereq)
 {
+    TK_PAR_GUARD(w, "tk_tick_remove_prerequisite");
     if (!w)
         return TK_EINVAL;
     rec *r = live_rec(w, id);
@@ -2318,6 +2445,8 @@ int tk_tick_remove_prerequisite(tk_world_t *w, tk_tick_id id, tk_tick_id prereq)
 
 int tk_tick_get(const tk_world_t *w, tk_tick_id id, tk_tick_info *out)
 {
+    if (w && TK_UNLIKELY(w->par))
+        return tk__par_refuse((tk_world_t *)w, "tk_tick_get");
     if (!w || !out)
         return TK_EINVAL;
     const struct tk__ticks *T = T_of(w);
@@ -2415,7 +2544,7 @@ static void check_invariants(const struct tk__ticks *T)
     size_t live_entries = 0, members = 0;
     for (size_t l = 1; l < T->n_lanes; l++) {
         const lane *L = &T->lanes[l];
-        uint32_t dead = 0;
+        uint32_t dead = 0, any = 0;
         TK_ASSERT(L->sorted_n <= L->n && L->n <= L->cap);
         if (L->compacting)
             TK_ASSERT(L->cw <= L->cr && L->cr <= L->n);
@@ -2433,6 +2562,10 @@ static void check_invariants(const struct tk__ticks *T)
             const rec *r = &T->recs[id_slot(id)];
             TK_ASSERT(r->state != RS_FREE && rec_gen(r) == id_gen(id));
             TK_ASSERT(r->lane == l && r->pos == p);
+            any += (r->flags & RF_ANYTHREAD) != 0;
+            /* A section never allocates: what can tick alone has its ext. */
+            if (bit_get(L->spec, p) && r->state != TK_TICK_DISABLED)
+                TK_ASSERT(r->ext);
             const ext *x = ext_of(T, r);
             if (x && x->dset) {
                 const dset *D = &T->dsets[x->dset];
@@ -2450,6 +2583,7 @@ static void check_invariants(const struct tk__ticks *T)
             live_entries++;
         }
         TK_ASSERT(dead == L->n_dead);
+        TK_ASSERT(any == L->n_any);
         for (uint32_t p = L->n; p < L->cap; p++)
             TK_ASSERT(!bit_get(L->act, p) && !bit_get(L->spec, p) && !bit_get(L->ivl, p));
     }
@@ -2484,6 +2618,8 @@ static void check_once(const tk_world_t *w, uint32_t slot)
 
 int tk_tick_save(const tk_world_t *w, tk_tick_id id, tk_tick_restore *out)
 {
+    if (w && TK_UNLIKELY(w->par))
+        return tk__par_refuse((tk_world_t *)w, "tk_tick_save");
     if (!w || !out)
         return TK_EINVAL;
     const struct tk__ticks *T = T_of(w);
@@ -2518,6 +2654,7 @@ int tk_tick_save(const tk_world_t *w, tk_tick_id id, tk_tick_restore *out)
 
 int tk_tick_restore_state(tk_world_t *w, tk_tick_id id, const tk_tick_restore *st)
 {
+    TK_PAR_GUARD(w, "tk_tick_restore_state");
     if (!w || !st)
         return TK_EINVAL;
     struct tk__ticks *T = T_of(w);
@@ -3028,6 +3165,31 @@ static void upkeep(tk_world_t *w)
 
 static inline uint64_t now_stats(const tk_world_t *w) { return tk__world_stats_now(w); }
 
+/* A buffered event of a section's runner (handed on by par_merge). */
+static pevent *ev_push(runner *R, int what)
+{
+    TK_GROW(R->ev, R->cap_ev, R->n_ev + 1);
+    pevent *e = &R->ev[R->n_ev++];
+    memset(e, 0, sizeof *e);
+    e->what = (uint8_t)what;
+    e->ev.thread = R->thread;
+    return e;
+}
+
+/* A function about to run, for the trace hook. */
+static inline void trace_emit(tk_world_t *w, runner *R, tk_tick_id id, void *target, tk_group g)
+{
+    struct tk__ticks *T = T_of(w);
+    if (!R->buffered) {
+        T->trace(T->trace_ud, id, target, g);
+        return;
+    }
+    pevent *e = ev_push(R, EV_TRACE);
+    e->ev.id = id;
+    e->ev.target = target;
+    e->ev.group = g;
+}
+
 /* ---- profiling (world.h: tk_profiler) ----------------------------------------------
  *
  * While a profiler is installed, functions are accounted in runs: a run is
@@ -3038,7 +3200,10 @@ static inline uint64_t now_stats(const tk_world_t *w) { return tk__world_stats_n
  * end closes its open run.  Functions timed on their own (sampled 1 in N,
  * every one of a class whose runs proved slow, or all with `each`) cost two
  * more reads each.  Lanes holding several levels (rare: a lane is one class
- * in one group) are split by level; others are not looked into. */
+ * in one group) are split by level; others are not looked into.  In a split
+ * section each thread keeps its own open run (closed with its chunk) and
+ * sampling countdown; its events reach the profiler after the section, in
+ * chunk order, with the thread that ran them. */
 
 static inline tk_level_id level_id_of(const tk_world_t *w, uint16_t slot)
 {
@@ -3048,8 +3213,12 @@ static inline tk_level_id level_id_of(const tk_world_t *w, uint16_t slot)
 void tk__ticks_profiler_changed(tk_world_t *w)
 {
     struct tk__ticks *T = T_of(w);
-    T->pr_n = 0;
-    T->pr_countdown = w->prof.sample_every;
+    T->main.pr_n = 0;
+    T->main.pr_countdown = w->prof.sample_every;
+    for (size_t i = 0; i < T->n_runners; i++) {
+        T->runners[i].pr_n = 0;
+        T->runners[i].pr_countdown = w->prof.sample_every;
+    }
     tk_free(T->pr_each);
     T->pr_each = NULL;
     T->pr_n_each = 0;
@@ -3059,70 +3228,87 @@ void tk__ticks_profiler_changed(tk_world_t *w)
     }
 }
 
-/* Close the open run at `now` and report it. */
-static void prof_flush(tk_world_t *w, uint64_t now)
+/* Hand an event to the profiler (on the frame thread).  A run that averaged
+ * more than each_above_ns per function makes its class timed one by one. */
+static void prof_deliver(tk_world_t *w, const tk_prof_event *ev)
 {
     struct tk__ticks *T = T_of(w);
-    if (!T->pr_n)
-        return;
-    tk_prof_event ev = {.kind = TK_PROF_RUN, .group = T->pr_group, .cls = T->pr_cls,
-                        .level = level_id_of(w, T->pr_level), .n = T->pr_n,
-                        .id = make_id(T->pr_first, rec_gen(&T->recs[T->pr_first])),
-                        .target = T->pr_target, .start_ns = T->pr_t0, .ns = now - T->pr_t0,
-                        .pause_frame = w->frame_paused};
-    T->pr_n = 0;
-    if (w->prof.each_above_ns && ev.ns > w->prof.each_above_ns * ev.n) {
-        if (T->pr_cls >= T->pr_n_each) {
+    if (ev->kind == TK_PROF_RUN && w->prof.each_above_ns &&
+        ev->ns > w->prof.each_above_ns * ev->n) {
+        if (ev->cls >= T->pr_n_each) {
             /* a class registered after the profiler was installed */
             T->pr_each = tk_realloc(T->pr_each, T->n_classes);
             memset(T->pr_each + T->pr_n_each, 0, T->n_classes - T->pr_n_each);
             T->pr_n_each = T->n_classes;
         }
-        T->pr_each[T->pr_cls] = 1;
+        T->pr_each[ev->cls] = 1;
     }
-    w->prof.fn(w->prof.ud, &ev);
+    w->prof.fn(w->prof.ud, ev);
+}
+
+static inline void prof_emit(tk_world_t *w, runner *R, const tk_prof_event *ev)
+{
+    if (R->buffered)
+        ev_push(R, EV_PROF)->ev = *ev;
+    else
+        prof_deliver(w, ev);
+}
+
+/* Close R's open run at `now` and report it. */
+static void prof_flush(tk_world_t *w, runner *R, uint64_t now)
+{
+    struct tk__ticks *T = T_of(w);
+    if (!R->pr_n)
+        return;
+    tk_prof_event ev = {.kind = TK_PROF_RUN, .group = R->pr_group, .cls = R->pr_cls,
+                        .level = level_id_of(w, R->pr_level), .n = R->pr_n,
+                        .id = make_id(R->pr_first, rec_gen(&T->recs[R->pr_first])),
+                        .target = R->pr_target, .start_ns = R->pr_t0, .ns = now - R->pr_t0,
+                        .pause_frame = w->frame_paused, .thread = R->thread};
+    R->pr_n = 0;
+    prof_emit(w, R, &ev);
 }
 
 /* `n` functions of (cls, level slot, group) start now, the first at `slot`. */
-static inline void prof_feed(tk_world_t *w, uint16_t cls, uint16_t level, uint8_t g, uint32_t n,
-                             uint32_t slot, void *target)
+static inline void prof_feed(tk_world_t *w, runner *R, uint16_t cls, uint16_t level, uint8_t g,
+                             uint32_t n, uint32_t slot, void *target)
 {
-    struct tk__ticks *T = T_of(w);
-    if (T->pr_n && T->pr_cls == cls && T->pr_level == level && T->pr_group == g) {
-        T->pr_n += n;
+    if (R->pr_n && R->pr_cls == cls && R->pr_level == level && R->pr_group == g) {
+        R->pr_n += n;
         return;
     }
     uint64_t now = now_stats(w);
-    prof_flush(w, now);
-    T->pr_t0 = now;
-    T->pr_n = n;
-    T->pr_cls = cls;
-    T->pr_level = level;
-    T->pr_group = g;
-    T->pr_first = slot;
-    T->pr_target = target;
+    prof_flush(w, R, now);
+    R->pr_t0 = now;
+    R->pr_n = n;
+    R->pr_cls = cls;
+    R->pr_level = level;
+    R->pr_group = g;
+    R->pr_first = slot;
+    R->pr_target = target;
 }
 
 /* Is the next function of `cls` to be timed on its own? */
-static inline bool prof_single(tk_world_t *w, uint16_t cls)
+static inline bool prof_single(tk_world_t *w, runner *R, uint16_t cls)
 {
     struct tk__ticks *T = T_of(w);
     if (w->prof.each || (cls < T->pr_n_each && T->pr_each[cls]))
         return true;
-    if (w->prof.sample_every && --T->pr_countdown == 0) {
-        T->pr_countdown = w->prof.sample_every;
+    if (w->prof.sample_every && --R->pr_countdown == 0) {
+        R->pr_countdown = w->prof.sample_every;
         return true;
     }
     return false;
 }
 
-static void prof_tick(tk_world_t *w, tk_tick_id id, void *target, uint16_t cls, uint16_t level,
-                      tk_group g, uint64_t t0, uint64_t ns)
+static void prof_tick(tk_world_t *w, runner *R, tk_tick_id id, void *target, uint16_t cls,
+                      uint16_t level, tk_group g, uint64_t t0, uint64_t ns)
 {
     tk_prof_event ev = {.kind = TK_PROF_TICK, .group = g, .cls = cls,
                         .level = level_id_of(w, level), .n = 1, .id = id, .target = target,
-                        .start_ns = t0, .ns = ns, .pause_frame = w->frame_paused};
-    w->prof.fn(w->prof.ud, &ev);
+                        .start_ns = t0, .ns = ns, .pause_frame = w->frame_paused,
+                        .thread = R->thread};
+    prof_emit(w, R, &ev);
 }
 
 /* ---- slow-tick detection (tk_world_set_slow_tick) ------------------------------------
@@ -3137,7 +3323,9 @@ static void prof_tick(tk_world_t *w, tk_tick_id id, void *target, uint16_t cls, 
  * reported like a batch (its first function, n > 1), and the lane (or the
  * functions outside lanes) is timed one by one for its next SLOW_HOLD runs,
  * so that a function that is slow again is named alone.  Batches are timed
- * per call, as before. */
+ * per call, as before.  In a split section each chunk starts from its lane's
+ * sizing and focus; after the section the lane keeps the last chunk's sizing
+ * and the newest focus (par_merge), and slow ticks are reported then. */
 
 typedef struct slowrun {
     uint64_t t0;       /* ns, stats clock: start of the open run              */
@@ -3153,12 +3341,22 @@ typedef struct slowrun {
     uint16_t cls;      /* its class                                           */
 } slowrun;
 
-static void slow_report(tk_world_t *w, tk_tick_id id, void *target, uint16_t cls, uint64_t ns,
-                        size_t n)
+static void slow_report(tk_world_t *w, runner *R, tk_tick_id id, void *target, uint16_t cls,
+                        uint64_t ns, size_t n)
 {
     struct tk__ticks *T = T_of(w);
-    if (T->slow_fn && T->slow_ns && ns > T->slow_ns)
+    if (!(T->slow_fn && T->slow_ns && ns > T->slow_ns))
+        return;
+    if (!R->buffered) {
         T->slow_fn(T->slow_ud, id, target, cls, ns, n);
+        return;
+    }
+    pevent *e = ev_push(R, EV_SLOW);
+    e->ev.id = id;
+    e->ev.target = target;
+    e->ev.cls = cls;
+    e->ev.ns = ns;
+    e->ev.n = (uint32_t)n;
 }
 
 /* Start timing a lane's run (or the functions outside lanes: there
@@ -3173,14 +3371,14 @@ static inline void sr_init(slowrun *sr, uint16_t k, uint16_t hold, uint32_t lo, 
 }
 
 /* Close the open run: report it if slow, size the next ones. */
-static void sr_close(tk_world_t *w, slowrun *sr)
+static void sr_close(tk_world_t *w, runner *R, slowrun *sr)
 {
     if (!sr->n)
         return;
     struct tk__ticks *T = T_of(w);
     uint64_t t1 = now_stats(w), ns = t1 - sr->t0;
     if (T->slow_ns && ns > T->slow_ns) {
-        slow_report(w, sr->first, sr->target, sr->cls, ns, sr->n);
+        slow_report(w, R, sr->first, sr->target, sr->cls, ns, sr->n);
         if (sr->n > 1) {
             /* Time these one by one for a while, to name the slow one. */
             sr->lo = sr->pos0;
@@ -3203,12 +3401,12 @@ static void sr_close(tk_world_t *w, slowrun *sr)
 }
 
 /* A function ticked one by one, at lane position `pos`, is about to run. */
-static inline void sr_before(tk_world_t *w, slowrun *sr, tk_tick_id id, void *target,
+static inline void sr_before(tk_world_t *w, runner *R, slowrun *sr, tk_tick_id id, void *target,
                              uint16_t cls, uint32_t pos)
 {
     bool focus = sr->hold && pos >= sr->lo && pos < sr->hi;
     if (sr->n && (sr->cls != cls || focus))
-        sr_close(w, sr);
+        sr_close(w, R, sr);
     if (!sr->n) {
         if (!sr->t0_ok) {
             sr->t0 = now_stats(w);
@@ -3223,17 +3421,17 @@ static inline void sr_before(tk_world_t *w, slowrun *sr, tk_tick_id id, void *ta
     sr->pos = pos;
 }
 
-static inline void sr_after(tk_world_t *w, slowrun *sr)
+static inline void sr_after(tk_world_t *w, runner *R, slowrun *sr)
 {
     if (++sr->n >= sr->cur_k)
-        sr_close(w, sr);
+        sr_close(w, R, sr);
 }
 
 /* The lane's (or the extras') timing ends; its sizing and focus are kept. */
-static void sr_end(tk_world_t *w, slowrun *sr, uint16_t *k, uint16_t *hold, uint32_t *lo,
-                   uint32_t *hi)
+static void sr_end(tk_world_t *w, runner *R, slowrun *sr, uint16_t *k, uint16_t *hold,
+                   uint32_t *lo, uint32_t *hi)
 {
-    sr_close(w, sr);
+    sr_close(w, R, sr);
     *k = (uint16_t)sr->k;
     *hold = (uint16_t)(sr->hold ? sr->hold - 1 : 0);
     *lo = sr->lo;
@@ -3242,12 +3440,16 @@ static void sr_end(tk_world_t *w, slowrun *sr, uint16_t *k, uint16_t *hold, uint
 
 /* Execute one function individually (interval delta, dilation, counters).
  * `sr` (slow-tick detection on) times it within a run, as the function at
- * `pos` (its lane position in a lane run, 0 elsewhere). */
-static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame, slowrun *sr,
-                     uint32_t pos)
+ * `pos` (its lane position in a lane run, 0 elsewhere).  In a section
+ * (`par`) it writes nothing but its own ext record and R. */
+static void exec_one(tk_world_t *w, runner *R, rec *r, tk_group label, bool pause_frame,
+                     slowrun *sr, uint32_t pos, bool par)
 {
     struct tk__ticks *T = T_of(w);
-    ext *x = ensure_ext(T, r);
+    /* A lane entry with individual treatment that can tick has an ext
+     * record since it was settled: a section never allocates one. */
+    ext *x = par ? ext_of(T, r) : ensure_ext(T, r);
+    TK_ASSERT(x);
     /* Never twice in a frame (Unreal's visited marks), whatever a tick did
      * to it meanwhile (disabled and re-enabled it, changed its interval...). */
     if (x->ran == fmark(w))
@@ -3268,60 +3470,44 @@ static void exec_one(tk_world_t *w, rec *r, tk_group label, bool pause_frame, sl
     x->last_dt = dt;
     x->accum += dt;
     uint32_t s = slot_of(T, r);
-    check_once(w, s);
+    if (!par)
+        check_once(w, s);
     tk_tick_id id = make_id(s, rec_gen(r));
     const lane *L = &T->lanes[r->lane];
     void *target = L->targets[r->pos];
     uint16_t cls = L->cls, lv = rec_level(r);
     const tclass *c = &T->classes[cls];
-    w->fstats.ticks_run++;
+    (*R->ran)++;
     if (T->trace)
-        T->trace(T->trace_ud, id, target, label);
-    tk_tick_ctx ctx = {w, id, w->frame, label, pause_frame};
+        trace_emit(w, R, id, target, label);
+    tk_tick_ctx ctx = {w, id, w->frame, label, pause_frame, R->thread};
     bool single = false;
     if (w->prof_on) {
-        prof_feed(w, cls, lv, (uint8_t)label, 1, s, target);
-        single = prof_single(w, cls);
+        prof_feed(w, R, cls, lv, (uint8_t)label, 1, s, target);
+        single = prof_single(w, R, cls);
     }
     if (sr)
-        sr_before(w, sr, id, target, cls, pos);
+        sr_before(w, R, sr, id, target, cls, pos);
     if (single) {
         uint64_t t0 = now_stats(w);
         c->fn(target, dt, &ctx);
         uint64_t ns = now_stats(w) - t0;
-        prof_tick(w, id, target, cls, lv, label, t0, ns);
+        prof_tick(w, R, id, target, cls, lv, label, t0, ns);
     } else {
         c->fn(target, dt, &ctx);
     }
     if (sr)
-        sr_after(w, sr);
+        sr_after(w, R, sr);
 }
 
-/* run_lane_impl's `idk`: where ctx.self comes from in one-by-one calls. */
-enum { ID_ANY, ID_ARRAY, ID_NONE };
-
-/*
- * Run a lane: active entries in order.  Runs of entries without individual
- * treatment with the same dt (every-frame ones: the world's; due-set members:
- * their set's) go to the class's batch function in one call, or, for a class
- * without one and for batch = false entries, to its tick function one by
- * one, reading only the entry's target and id.  Inlined five times (with and
- * without profiling or tracing, with and without slow-tick detection; the
- * plain path once for lanes with ids and once for lanes without) so that
- * the plain path carries none of them.
- */
-static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, uint32_t lid,
-                                                                const bool gen,
-                                                                const bool slow,
-                                                                const int idk)
+/* A lane starts its run this frame: its derived counters move.  Returns its
+ * entries (0: nothing to run, and lane_close is not needed). */
+static inline uint32_t lane_open(tk_world_t *w, uint32_t lid)
 {
-    struct tk__ticks *T = T_of(w);
-    lane *L = &T->lanes[lid];
-    uint32_t n = L->n;
-    uint64_t F = fmark(w);
-    L->ran = F;
-    if (n == 0)
-        return;
+    lane *L = &T_of(w)->lanes[lid];
+    L->ran = fmark(w);
+    if (L->n == 0)
+        return 0;
     float dt = (float)tk_ns_to_s(w->dt_ns);
     L->prev_last_frame = L->last_frame;
     L->prev_last_dt = L->last_dt;
@@ -3332,25 +3518,58 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
     L->last_dt = dt;
     L->running = true;
     L->cur = 0;
+    return L->n;
+}
+
+static inline void lane_close(tk_world_t *w, uint32_t lid)
+{
+    lane *L = &T_of(w)->lanes[lid];
+    L->running = false;
+    L->cur = L->n;
+}
+
+/* run_range_impl's `idk`: where ctx.self comes from in one-by-one calls. */
+enum { ID_ANY, ID_ARRAY, ID_NONE };
+
+/*
+ * Run positions [lo, hi) of an open lane: active entries in order.  Runs of
+ * entries without individual treatment with the same dt (every-frame ones:
+ * the world's; due-set members: their set's) go to the class's batch
+ * function in one call, or, for a class without one and for batch = false
+ * entries, to its tick function one by one, reading only the entry's target
+ * and id.  Inlined for each combination of profiling or tracing (`gen`),
+ * slow-tick detection (`slow`) and a split section's chunk (`par`: nothing
+ * of the lane is written, slow-tick state goes to `so`), and the plain path
+ * once for lanes with ids and once for lanes without (`idk`), so that the
+ * plain path carries none of them.
+ */
+static inline __attribute__((always_inline)) void
+run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi, slowout *so,
+               const bool gen, const bool slow, const bool par, const int idk)
+{
+    struct tk__ticks *T = T_of(w);
+    lane *L = &T->lanes[lid];
+    const uint32_t n = hi;
+    uint64_t F = fmark(w);
+    float dt = (float)tk_ns_to_s(w->dt_ns);
     const tclass *c = &T->classes[L->cls];
     tk_tick_fn fn = c->fn;
     tk_tick_batch_fn fnb = c->fn_batch;
     tk_class_id cls = L->cls;
     const bool prof = gen && w->prof_on;
-    tk_trace_fn trace = gen ? T->trace : NULL;
-    void *trace_ud = T->trace_ud;
+    const bool trace = gen && T->trace;
     bool batch = fnb && !trace && !(prof && w->prof.each);
     tk_group g = (tk_group)L->group;
     uint16_t lslot = L->level;
     const bool mixed = prof && L->lvl_mixed == 2;
     bool ivl_now = L->ivl_mark == F, ivl_mixed = ivl_now && L->ivl_mixed;
     float ivl_dt = L->ivl_dt;
-    tk_tick_ctx ctx = {w, TK_TICK_NONE, w->frame, g, false};
+    tk_tick_ctx ctx = {w, TK_TICK_NONE, w->frame, g, false, R->thread};
     slowrun sr;
     if (slow)
         sr_init(&sr, L->sl_k, L->sl_hold, L->sl_lo, L->sl_hi);
     uint64_t ran = 0;
-    uint32_t i = 0;
+    uint32_t i = lo;
     while (i < n) {
         /* Next active entry. */
         uint64_t word = L->act[i >> 6] >> (i & 63);
@@ -3362,8 +3581,9 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
         if (i >= n)
             break;
         if (bit_get(L->spec, i)) {
-            L->cur = i;
-            exec_one(w, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i);
+            if (!par)
+                L->cur = i;
+            exec_one(w, R, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i, par);
             L = &T->lanes[lid]; /* callbacks may grow the lane arrays */
             i++;
             continue;
@@ -3414,18 +3634,20 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                 j = k;
             }
             if (prof)
-                prof_feed(w, cls, lslot, (uint8_t)g, j - i, lane_slot1(L, i) - 1, L->targets[i]);
-            L->cur = j - 1;
+                prof_feed(w, R, cls, lslot, (uint8_t)g, j - i, lane_slot1(L, i) - 1,
+                          L->targets[i]);
+            if (!par)
+                L->cur = j - 1;
             ran += j - i;
             ctx.self = TK_TICK_NONE;
             if (slow) {
-                sr_close(w, &sr);
+                sr_close(w, R, &sr);
                 tk_tick_id first = lane_id(T, L, i);
                 void *target = L->targets[i];
                 uint64_t t0 = sr.t0_ok ? sr.t0 : now_stats(w);
                 fnb(L->targets + i, j - i, rdt, &ctx);
                 uint64_t t1 = now_stats(w);
-                slow_report(w, first, target, cls, t1 - t0, j - i);
+                slow_report(w, R, first, target, cls, t1 - t0, j - i);
                 sr.t0 = t1;
                 sr.t0_ok = true;
             } else {
@@ -3440,7 +3662,8 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
          * there, the id is made only for tracing, profiling and slow-tick
          * reports).  A tick that changes tick functions (T->mut) may have
          * cancelled or materialized a later entry, or moved the lane's
-         * arrays: from then on each entry's bits are read again. */
+         * arrays: from then on each entry's bits are read again (never in a
+         * section: nothing may change there). */
         uint32_t mut = T->mut;
         uint64_t *ids = L->ids;
         void **tg = L->targets;
@@ -3449,7 +3672,7 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
         uint32_t sn = slow ? sr.n : 0, sk = slow ? sr.cur_k : 0;
         bool hold = slow && sr.hold;
         for (; i < j; i++) {
-            if (TK_UNLIKELY(T->mut != mut)) {
+            if (!par && TK_UNLIKELY(T->mut != mut)) {
                 L = &T->lanes[lid];
                 ids = L->ids;
                 tg = L->targets;
@@ -3460,7 +3683,8 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                     L->cur = i;
                     if (slow)
                         sr.n = sn;
-                    exec_one(w, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i);
+                    exec_one(w, R, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i,
+                             false);
                     if (slow) {
                         sn = sr.n;
                         sk = sr.cur_k;
@@ -3472,12 +3696,14 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                     continue;
                 }
             }
-            L->cur = i;
+            if (!par)
+                L->cur = i;
             ctx.self = idk == ID_ARRAY ? ids[i]
                        : idk == ID_NONE ? TK_TICK_NONE
                                         : (ids ? ids[i] : TK_TICK_NONE);
             void *target = tg[i];
-            check_once(w, lane_slot1(L, i) - 1);
+            if (!par)
+                check_once(w, lane_slot1(L, i) - 1);
             /* The function's id where something names it. */
             tk_tick_id fid = ctx.self;
             if ((gen || slow) && !ids)
@@ -3485,18 +3711,18 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
             bool single = false;
             if (gen) {
                 if (trace)
-                    trace(trace_ud, fid, target, g);
+                    trace_emit(w, R, fid, target, g);
                 if (prof) {
                     uint32_t s = id_slot(fid);
                     if (mixed)
                         lslot = rec_level(&T->recs[s]);
-                    prof_feed(w, cls, lslot, (uint8_t)g, 1, s, target);
-                    single = prof_single(w, cls);
+                    prof_feed(w, R, cls, lslot, (uint8_t)g, 1, s, target);
+                    single = prof_single(w, R, cls);
                 }
             }
             if (slow && TK_UNLIKELY(sn == 0 || (hold && i >= sr.lo && i < sr.hi))) {
                 sr.n = sn;
-                sr_before(w, &sr, fid, target, cls, i);
+                sr_before(w, R, &sr, fid, target, cls, i);
                 sn = sr.n;
                 sk = sr.cur_k;
             }
@@ -3504,14 +3730,14 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
                 tk_tick_id id = fid;
                 uint64_t t0 = now_stats(w);
                 fn(target, rdt, &ctx);
-                prof_tick(w, id, target, cls, lslot, g, t0, now_stats(w) - t0);
+                prof_tick(w, R, id, target, cls, lslot, g, t0, now_stats(w) - t0);
             } else {
                 fn(target, rdt, &ctx);
             }
             if (slow && TK_UNLIKELY(++sn >= sk)) {
                 sr.n = sn;
                 sr.pos = i;
-                sr_close(w, &sr);
+                sr_close(w, R, &sr);
                 sn = 0;
                 hold = sr.hold;
             }
@@ -3524,27 +3750,374 @@ static inline __attribute__((always_inline)) void run_lane_impl(tk_world_t *w, u
         L = &T->lanes[lid];
     }
     L = &T->lanes[lid];
-    if (slow)
-        sr_end(w, &sr, &L->sl_k, &L->sl_hold, &L->sl_lo, &L->sl_hi);
-    L->running = false;
-    L->cur = L->n;
-    w->fstats.ticks_run += ran;
+    if (slow) {
+        if (so)
+            sr_end(w, R, &sr, &so->k, &so->hold, &so->lo, &so->hi);
+        else
+            sr_end(w, R, &sr, &L->sl_k, &L->sl_hold, &L->sl_lo, &L->sl_hi);
+    }
+    *R->ran += ran;
 }
 
-static void run_lane(tk_world_t *w, uint32_t lid)
+#define RUN_RANGE(par)                                                                       \
+    do {                                                                                     \
+        if (gen) {                                                                           \
+            if (slow)                                                                        \
+                run_range_impl(w, R, lid, lo, hi, so, true, true, par, ID_ANY);              \
+            else                                                                             \
+                run_range_impl(w, R, lid, lo, hi, so, true, false, par, ID_ANY);             \
+        } else if (slow) {                                                                   \
+            run_range_impl(w, R, lid, lo, hi, so, false, true, par, ID_ANY);                 \
+        } else if (T_of(w)->lanes[lid].ids) {                                                \
+            run_range_impl(w, R, lid, lo, hi, so, false, false, par, ID_ARRAY);              \
+        } else {                                                                             \
+            run_range_impl(w, R, lid, lo, hi, so, false, false, par, ID_NONE);               \
+        }                                                                                    \
+    } while (0)
+
+/* Run positions [lo, hi) of an open lane on runner R (`par`: a chunk of a
+ * split section, slow-tick state to `so`). */
+static void run_range(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
+                      slowout *so, bool par)
 {
     bool slow = T_of(w)->slow_ns != 0;
-    if (w->prof_on || T_of(w)->trace) {
-        if (slow)
-            run_lane_impl(w, lid, true, true, ID_ANY);
-        else
-            run_lane_impl(w, lid, true, false, ID_ANY);
-    } else if (slow) {
-        run_lane_impl(w, lid, false, true, ID_ANY);
-    } else if (T_of(w)->lanes[lid].ids) {
-        run_lane_impl(w, lid, false, false, ID_ARRAY);
+    bool gen = w->prof_on || T_of(w)->trace;
+    if (par)
+        RUN_RANGE(true);
+    else
+        RUN_RANGE(false);
+}
+
+#undef RUN_RANGE
+
+/* Run a lane on the frame thread. */
+static void run_lane(tk_world_t *w, uint32_t lid)
+{
+    uint32_t n = lane_open(w, lid);
+    if (!n)
+        return;
+    run_range(w, &T_of(w)->main, lid, 0, n, NULL, false);
+    lane_close(w, lid);
+}
+
+/* ---- parallel sections (threads > 1; see the top of this file) ----------------------- */
+
+/* The lane a thread runs in a section (for refusals), 0 = none. */
+static _Thread_local uint32_t t_par_lane;
+
+int tk__par_refuse(tk_world_t *w, const char *what)
+{
+    if (atomic_fetch_add_explicit(&w->par_refused, 1, memory_order_relaxed) == 0) {
+        const struct tk__ticks *T = T_of(w);
+        const lane *L = t_par_lane ? &T->lanes[t_par_lane] : NULL;
+        tk_log(TK_LOG_ERROR,
+               "%s refused: a tick of class '%s' in %s runs in parallel (threads > 1) and may "
+               "change nothing but its own state",
+               what, L ? T->classes[L->cls].name : "?",
+               L ? tk_group_name((tk_group)L->group) : "a tick group");
+    }
+    return TK_ESTATE;
+}
+
+int tk_tick_guard(tk_world_t *w, const char *what)
+{
+    if (w && TK_UNLIKELY(w->par))
+        return tk__par_refuse(w, what ? what : "a call");
+    return 0;
+}
+
+bool tk_tick_parallel(const tk_world_t *w) { return w && w->par; }
+
+enum { LK_SERIAL, LK_ALL, LK_MIXED };
+
+/* Which of a lane's entries are parallel work: all (a thread-safe class),
+ * some (any_thread ones of another class) or none. */
+static inline int lane_kind(const struct tk__ticks *T, const lane *L)
+{
+    if (T->classes[L->cls].thread_safe)
+        return LK_ALL;
+    return L->n_any ? LK_MIXED : LK_SERIAL;
+}
+
+/* Entry p of a mixed lane is an any_thread function's. */
+static inline bool entry_any(const struct tk__ticks *T, const lane *L, uint32_t p)
+{
+    uint32_t e = lane_slot1(L, p);
+    return e && (T->recs[e - 1].flags & RF_ANYTHREAD);
+}
+
+static void range_push(struct tk__ticks *T, uint32_t lid, uint32_t lo, uint32_t hi)
+{
+    TK_GROW(T->ranges, T->cap_ranges, T->n_ranges + 1);
+    T->ranges[T->n_ranges++] = (prange){lid, lo, hi};
+}
+
+/* One runner per thread of the pool (buffered; kept between sections). */
+static void runners_ready(tk_world_t *w, unsigned threads)
+{
+    struct tk__ticks *T = T_of(w);
+    if (T->n_runners < threads) {
+        T->runners = tk_realloc(T->runners, threads * sizeof *T->runners);
+        for (size_t i = T->n_runners; i < threads; i++) {
+            memset(&T->runners[i], 0, sizeof T->runners[i]);
+            T->runners[i].thread = (unsigned)i;
+            T->runners[i].buffered = true;
+            T->runners[i].pr_countdown = w->prof.sample_every;
+        }
+        T->n_runners = threads;
+    }
+    for (size_t i = 0; i < T->n_runners; i++)
+        T->runners[i].ran = &T->runners[i].ran_own;
+}
+
+/* Chunk k of the split section, on `thread` (pool job). */
+static void par_chunk(void *ud, uint32_t k, unsigned thread)
+{
+    tk_world_t *w = ud;
+    struct tk__ticks *T = T_of(w);
+    pchunk *c = &T->chunks[k];
+    runner *R = &T->runners[thread];
+    t_par_lane = c->lane;
+    c->ev0 = R->n_ev;
+    uint64_t ran0 = R->ran_own;
+    uint64_t t0 = tk_clock_now_ns();
+    run_range(w, R, c->lane, c->lo, c->hi, &c->so, true);
+    if (R->pr_n)
+        prof_flush(w, R, now_stats(w));
+    c->ns = tk_clock_now_ns() - t0;
+    c->ran = R->ran_own - ran0;
+    c->thread = thread;
+    c->ev1 = R->n_ev;
+    t_par_lane = 0;
+}
+
+/* After a chunked section, on the frame thread (the world may change
+ * again): its events in chunk order, its counts, the lanes' costs and
+ * slow-tick state. */
+static void par_merge(tk_world_t *w)
+{
+    struct tk__ticks *T = T_of(w);
+    tk_world_frame_stats *fs = &w->fstats;
+    for (size_t k = 0; k < T->n_chunks; k++) {
+        const pchunk *c = &T->chunks[k];
+        const runner *R = &T->runners[c->thread];
+        for (size_t e = c->ev0; e < c->ev1; e++) {
+            const pevent *p = &R->ev[e];
+            if (p->what == EV_PROF)
+                prof_deliver(w, &p->ev);
+            else if (p->what == EV_TRACE)
+                T->trace(T->trace_ud, p->ev.id, p->ev.target, (tk_group)p->ev.group);
+            else
+                T->slow_fn(T->slow_ud, p->ev.id, p->ev.target, p->ev.cls, p->ev.ns, p->ev.n);
+        }
+        fs->ticks_run += c->ran;
+        fs->par_ticks += c->ran;
+        if (c->thread) {
+            uint8_t g = T->lanes[c->lane].group;
+            fs->worker_ticks += c->ran;
+            fs->worker_ns += c->ns;
+            fs->group_worker_ns[g] += c->ns;
+        }
+    }
+    /* Per lane (its chunks are consecutive): cost, slow-tick state. */
+    for (size_t k = 0; k < T->n_chunks;) {
+        uint32_t lid = T->chunks[k].lane;
+        uint64_t ns = 0, len = 0;
+        size_t best = k;
+        size_t m = k;
+        for (; m < T->n_chunks && T->chunks[m].lane == lid; m++) {
+            ns += T->chunks[m].ns;
+            len += T->chunks[m].hi - T->chunks[m].lo;
+            if (T->chunks[m].so.hold > T->chunks[best].so.hold)
+                best = m;
+        }
+        lane *L = &T->lanes[lid];
+        float v = (float)ns / (float)TK_MAX(len, 1);
+        L->ns_per = L->ns_per > 0 ? (L->ns_per + v) / 2 : v;
+        L->untimed = 0;
+        if (T->slow_ns) {
+            L->sl_k = T->chunks[m - 1].so.k;
+            L->sl_hold = T->chunks[best].so.hold;
+            L->sl_lo = T->chunks[best].so.lo;
+            L->sl_hi = T->chunks[best].so.hi;
+        }
+        k = m;
+    }
+    for (size_t i = 0; i < T->n_runners; i++) {
+        runner *R = &T->runners[i];
+        R->n_ev = 0;
+        if (R->cap_ev > 65536) {
+            tk_free(R->ev);
+            R->ev = NULL;
+            R->cap_ev = 0;
+        }
+    }
+}
+
+/* Cut the gathered section into chunks: about PAR_CHUNKS per thread it is
+ * worth (`want`), by expected cost; with want = 1, one chunk per range. */
+static void par_chunks(tk_world_t *w, double est, unsigned want)
+{
+    struct tk__ticks *T = T_of(w);
+    double chunk_ns = est / (double)(want * PAR_CHUNKS);
+    T->n_chunks = 0;
+    for (size_t r = 0; r < T->n_ranges; r++) {
+        const prange *pr = &T->ranges[r];
+        const lane *L = &T->lanes[pr->lane];
+        uint32_t len = pr->hi - pr->lo;
+        uint32_t size = len;
+        if (want > 1) {
+            double ns = (double)len * (L->ns_per > 0 ? L->ns_per : PAR_NS_GUESS);
+            uint32_t pieces = (uint32_t)TK_MAX(1.0, TK_MIN((double)len, ceil(ns / chunk_ns)));
+            size = (len + pieces - 1) / pieces;
+            if (size > 64)
+                size = (size + 63) & ~63u;
+            if (size < PAR_CHUNK_MIN && len > PAR_CHUNK_MIN && ns / len < 100)
+                size = PAR_CHUNK_MIN; /* cheap entries: not below a few microseconds */
+        }
+        for (uint32_t lo = pr->lo; lo < pr->hi; lo += size) {
+            TK_GROW(T->chunks, T->cap_chunks, T->n_chunks + 1);
+            pchunk *c = &T->chunks[T->n_chunks++];
+            memset(c, 0, sizeof *c);
+            c->lane = pr->lane;
+            c->lo = lo;
+            c->hi = TK_MIN(pr->hi, lo + size);
+            c->so = (slowout){L->sl_k, L->sl_hold, L->sl_lo, L->sl_hi};
+        }
+    }
+}
+
+/*
+ * Run the gathered section (T->ranges: open lanes' ranges) while the world
+ * may not change (w->par).  Split over the pool when its expected work
+ * reaches the engine's split_min; else on the frame thread, in chunks (one
+ * per range) whose events wait for the section's end when a hook is on (a
+ * hook may read the world), directly otherwise.
+ */
+static void par_section(tk_world_t *w)
+{
+    struct tk__ticks *T = T_of(w);
+    double est = 0;
+    bool timed = false;
+    for (size_t r = 0; r < T->n_ranges; r++) {
+        const lane *L = &T->lanes[T->ranges[r].lane];
+        est += (double)(T->ranges[r].hi - T->ranges[r].lo) *
+               (L->ns_per > 0 ? L->ns_per : PAR_NS_GUESS);
+        timed |= L->ns_per <= 0 || L->untimed >= PAR_REMEASURE;
+    }
+    unsigned threads = T->pool_threads;
+    bool split = threads > 1 && est >= (double)T->split_ns;
+    bool chunked = split || w->prof_on || T->trace || T->slow_ns;
+    w->fstats.sections++;
+    w->par = true;
+    if (chunked) {
+        unsigned want = 1;
+        if (split) {
+            double per = (double)T->split_ns / 2;
+            want = est / per >= threads ? threads : TK_MAX(2u, (unsigned)(est / per));
+        }
+        par_chunks(w, est, want);
+        runners_ready(w, threads);
+        /* The frame thread's open profiling run ends where the section begins. */
+        if (w->prof_on && T->main.pr_n)
+            prof_flush(w, &T->main, now_stats(w));
+        if (split) {
+            tk__pool_run(T->pool, (uint32_t)T->n_chunks, par_chunk, w, want);
+        } else {
+            for (size_t k = 0; k < T->n_chunks; k++)
+                par_chunk(w, (uint32_t)k, 0);
+        }
     } else {
-        run_lane_impl(w, lid, false, false, ID_NONE);
+        uint64_t ran0 = w->fstats.ticks_run;
+        for (size_t r = 0; r < T->n_ranges; r++) {
+            prange pr = T->ranges[r];
+            t_par_lane = pr.lane;
+            uint64_t t0 = timed ? tk_clock_now_ns() : 0;
+            run_range(w, &T->main, pr.lane, pr.lo, pr.hi, NULL, false);
+            lane *L = &T->lanes[pr.lane];
+            if (timed) {
+                float v = (float)(tk_clock_now_ns() - t0) / (float)TK_MAX(pr.hi - pr.lo, 1u);
+                L->ns_per = L->ns_per > 0 ? (L->ns_per + v) / 2 : v;
+                L->untimed = 0;
+            } else {
+                L->untimed++;
+            }
+        }
+        t_par_lane = 0;
+        w->fstats.par_ticks += w->fstats.ticks_run - ran0;
+    }
+    w->par = false;
+    if (chunked)
+        par_merge(w);
+    if (split)
+        w->fstats.sections_split++;
+    if (TK_UNLIKELY(atomic_load_explicit(&w->par_refused, memory_order_relaxed))) {
+        uint32_t refused = atomic_exchange_explicit(&w->par_refused, 0, memory_order_relaxed);
+        if (refused > 1)
+            tk_log(TK_LOG_ERROR, "%u more calls refused in the same parallel run", refused - 1);
+    }
+}
+
+/* A lane some of whose entries are any_thread: stretches of consecutive
+ * any_thread entries are sections, the others run on the frame thread in
+ * between, in lane order. */
+static void run_mixed(tk_world_t *w, uint32_t lid)
+{
+    struct tk__ticks *T = T_of(w);
+    uint32_t n = lane_open(w, lid);
+    if (!n)
+        return;
+    for (uint32_t i = 0; i < n;) {
+        const lane *L = &T->lanes[lid];
+        bool any = entry_any(T, L, i);
+        uint32_t j = i + 1;
+        while (j < n && (!lane_slot1(L, j) || entry_any(T, L, j) == any))
+            j++;
+        if (any) {
+            T->n_ranges = 0;
+            range_push(T, lid, i, j);
+            par_section(w);
+        } else {
+            run_range(w, &T->main, lid, i, j, NULL, false);
+        }
+        i = j;
+    }
+    lane_close(w, lid);
+}
+
+/* The lanes of `band` in group order (gl), with sections. */
+static void run_band_par(tk_world_t *w, int band, const vec32 *gl)
+{
+    struct tk__ticks *T = T_of(w);
+    for (size_t i = 0; i < gl->n;) {
+        uint32_t lid = gl->v[i];
+        const lane *L = &T->lanes[lid];
+        int kind = L->band == band ? lane_kind(T, L) : -1;
+        if (kind != LK_ALL) {
+            if (kind == LK_SERIAL)
+                run_lane(w, lid);
+            else if (kind == LK_MIXED)
+                run_mixed(w, lid);
+            i++;
+            continue;
+        }
+        /* Consecutive lanes of thread-safe classes, one band and depth. */
+        uint32_t depth = L->depth;
+        T->n_ranges = 0;
+        size_t j = i;
+        for (; j < gl->n; j++) {
+            const lane *M = &T->lanes[gl->v[j]];
+            if (j > i && (M->depth != depth || M->band != band || lane_kind(T, M) != LK_ALL))
+                break;
+            uint32_t n = lane_open(w, gl->v[j]);
+            if (n)
+                range_push(T, gl->v[j], 0, n);
+        }
+        if (T->n_ranges)
+            par_section(w);
+        for (size_t r = 0; r < T->n_ranges; r++)
+            lane_close(w, T->ranges[r].lane);
+        i = j;
     }
 }
 
@@ -3826,10 +4399,10 @@ static void run_extras(tk_world_t *w, int g, int band)
         x->done = F;
         if (r->state == TK_TICK_DISABLED)
             continue;
-        exec_one(w, r, (tk_group)g, false, srp, 0);
+        exec_one(w, &T->main, r, (tk_group)g, false, srp, 0, false);
     }
     if (srp && (sr.n || sr.t0_ok))
-        sr_end(w, srp, &T->sl_kx, &T->sl_holdx, &(uint32_t){0}, &(uint32_t){0});
+        sr_end(w, &T->main, srp, &T->sl_kx, &T->sl_holdx, &(uint32_t){0}, &(uint32_t){0});
 }
 
 static void run_group_body(tk_world_t *w, int g)
@@ -3849,10 +4422,14 @@ static void run_group_body(tk_world_t *w, int g)
     }
     gl->n = T->glanes[g].n;
     for (int band = 0; band < 2; band++) {
-        for (size_t i = 0; i < gl->n; i++) {
-            uint32_t lid = gl->v[i];
-            if (T->lanes[lid].band == band)
-                run_lane(w, lid);
+        if (T->pool) {
+            run_band_par(w, band, gl);
+        } else {
+            for (size_t i = 0; i < gl->n; i++) {
+                uint32_t lid = gl->v[i];
+                if (T->lanes[lid].band == band)
+                    run_lane(w, lid);
+            }
         }
         run_extras(w, g, band);
     }
@@ -3918,6 +4495,7 @@ void tk__ticks_start_frame(tk_world_t *w)
     struct tk__ticks *T = T_of(w);
     T->phase = PH_GROUPS;
     T->cur_group = 0;
+    T->main.ran = &w->fstats.ticks_run;
     T->iv_defer.n = 0; /* merged before this frame's walk: from now, as set */
     ensure_wheels(w);
     upkeep(w);
@@ -3986,7 +4564,7 @@ void tk__ticks_start_frame(tk_world_t *w)
 /* A group ended at `t1`: close its open run, report the group. */
 static void prof_group(tk_world_t *w, tk_group g, uint64_t t0, uint64_t t1, uint64_t ran)
 {
-    prof_flush(w, t1);
+    prof_flush(w, &T_of(w)->main, t1);
     tk_prof_event ev = {.kind = TK_PROF_GROUP, .group = g, .n = (uint32_t)ran,
                         .start_ns = t0, .ns = t1 - t0};
     w->prof.fn(w->prof.ud, &ev);
@@ -3998,6 +4576,11 @@ void tk__ticks_run_group(tk_world_t *w, tk_group g)
     uint64_t t0 = now_stats(w);
     uint64_t ran0 = w->fstats.ticks_run;
     T->cur_group = g;
+    T->pool = w->engine ? tk__engine_pool(w->engine) : NULL;
+    if (T->pool) {
+        T->split_ns = tk__engine_split_ns(w->engine);
+        T->pool_threads = tk__pool_threads(T->pool);
+    }
     run_group_body(w, g);
     T->cur_group = g + 1;
     if (g == TK_GROUP_LAST_DEMOTABLE) {
@@ -4097,6 +4680,7 @@ void tk__ticks_pause_frame(tk_world_t *w)
 {
     struct tk__ticks *T = T_of(w);
     T->phase = PH_PAUSE;
+    T->main.ran = &w->fstats.ticks_run;
     ensure_wheels(w);
     upkeep(w);
     slowrun sr;
@@ -4126,7 +4710,7 @@ void tk__ticks_pause_frame(tk_world_t *w)
         ext *x = ext_of(T, r);
         x->was_interval = true;
         wheel_insert(w, r, T->dues[i].due + x->interval_ns);
-        exec_one(w, r, grp_of(r->grp), true, srp, 0);
+        exec_one(w, &T->main, r, grp_of(r->grp), true, srp, 0, false);
     }
     /* Then the enabled ones (every frame, or interval not cooling yet). */
     size_t n = T->paused_fns.n;
@@ -4141,12 +4725,12 @@ void tk__ticks_pause_frame(tk_world_t *w)
             x->was_interval = true;
             wheel_insert(w, r, clock_of(w, r) + x->interval_ns);
         }
-        exec_one(w, r, grp_of(r->grp), true, srp, 0);
+        exec_one(w, &T->main, r, grp_of(r->grp), true, srp, 0, false);
     }
     if (srp && (sr.n || sr.t0_ok))
-        sr_end(w, srp, &T->sl_kx, &T->sl_holdx, &(uint32_t){0}, &(uint32_t){0});
+        sr_end(w, &T->main, srp, &T->sl_kx, &T->sl_holdx, &(uint32_t){0}, &(uint32_t){0});
     if (w->prof_on)
-        prof_flush(w, now_stats(w));
+        prof_flush(w, &T->main, now_stats(w));
     T->phase = PH_IDLE;
     release_limbo(T);
 }

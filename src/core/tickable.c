@@ -160,6 +160,7 @@ static int add_slot(tk_world_t *w, const tk_tickable_desc *d, tk_tickable_id id,
 int tk_tickable_restore(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id id,
                         uint64_t ticks, uint64_t last_frame, double accum_dt)
 {
+    TK_PAR_GUARD(w, "tk_tickable_restore");
     struct tk__tickables *t = w->tickables;
     if (!desc || !desc->fn || (unsigned)desc->type > TK_TICKABLE_NEVER)
         return tk__world_error(w, TK_EINVAL, "invalid tickable desc");
@@ -180,6 +181,7 @@ int tk_tickable_restore(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable
  */
 int tk_tickable_add(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id *out)
 {
+    TK_PAR_GUARD(w, "tk_tickable_add");
     if (!desc)
         return tk__world_error(w, TK_EINVAL, "tickable desc is NULL");
     if (!desc->fn)
@@ -198,6 +200,7 @@ int tk_tickable_add(tk_world_t *w, const tk_tickable_desc *desc, tk_tickable_id 
  */
 int tk_tickable_remove(tk_world_t *w, tk_tickable_id id)
 {
+    TK_PAR_GUARD(w, "tk_tickable_remove");
     struct tk__tickables *t = w->tickables;
     if (!find(w, id))
         return TK_ENOENT;
@@ -211,6 +214,7 @@ int tk_tickable_remove(tk_world_t *w, tk_tickable_id id)
 
 int tk_tickable_set_enabled(tk_world_t *w, tk_tickable_id id, bool enabled)
 {
+    TK_PAR_GUARD(w, "tk_tickable_set_enabled");
     slot *s = find(w, id);
     if (s)
         s->enabled = enabled;
@@ -219,6 +223,7 @@ int tk_tickable_set_enabled(tk_world_t *w, tk_tickable_id id, bool enabled)
 
 int tk_tickable_set_when_paused(tk_world_t *w, tk_tickable_id id, bool when_paused)
 {
+    TK_PAR_GUARD(w, "tk_tickable_set_when_paused");
     slot *s = find(w, id);
     if (s)
         s->when_paused = when_paused;
@@ -228,6 +233,7 @@ int tk_tickable_set_when_paused(tk_world_t *w, tk_tickable_id id, bool when_paus
 /* Change the type in place (a NEVER tickable stays registered). */
 int tk_tickable_set_type(tk_world_t *w, tk_tickable_id id, tk_tickable_type type)
 {
+    TK_PAR_GUARD(w, "tk_tickable_set_type");
     if ((unsigned)type > TK_TICKABLE_NEVER)
         return tk__world_error(w, TK_EINVAL, "tickable type %d is not always, "
                                "conditional or never", (int)type);

@@ -1161,6 +1161,7 @@ static int64_t signed_secs_to_ns(double s)
  */
 int tk_timer_set(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle *out)
 {
+    TK_PAR_GUARD(w, "tk_timer_set");
     TK_ASSERT(w && w->timers);
     if (!desc)
         return tk__world_error(w, TK_EINVAL, "timer desc must not be NULL");
@@ -1182,6 +1183,7 @@ int tk_timer_set(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle *out)
 int tk_timer_set_for_next_tick(tk_world_t *w, const tk_timer_desc *desc,
                                tk_timer_handle *out)
 {
+    TK_PAR_GUARD(w, "tk_timer_set_for_next_tick");
     TK_ASSERT(w && w->timers);
     if (!desc)
         return tk__world_error(w, TK_EINVAL, "timer desc must not be NULL");
@@ -1193,6 +1195,7 @@ int tk_timer_set_for_next_tick(tk_world_t *w, const tk_timer_desc *desc,
 /* ClearTimer: immediate; the handle is unknown from here on. */
 int tk_timer_clear(tk_world_t *w, tk_timer_handle h)
 {
+    TK_PAR_GUARD(w, "tk_timer_clear");
     TK_ASSERT(w && w->timers);
     struct tk__timers *t = w->timers;
     uint32_t idx = (uint32_t)(h & IDX_MASK);
@@ -1212,6 +1215,7 @@ int tk_timer_clear(tk_world_t *w, tk_timer_handle h)
  */
 int tk_timer_pause(tk_world_t *w, tk_timer_handle h)
 {
+    TK_PAR_GUARD(w, "tk_timer_pause");
     TK_ASSERT(w && w->timers);
     struct tk__timers *t = w->timers;
     uint32_t idx = lookup(t, h);
@@ -1252,6 +1256,7 @@ int tk_timer_pause(tk_world_t *w, tk_timer_handle h)
  */
 int tk_timer_unpause(tk_world_t *w, tk_timer_handle h)
 {
+    TK_PAR_GUARD(w, "tk_timer_unpause");
     TK_ASSERT(w && w->timers);
     struct tk__timers *t = w->timers;
     uint32_t idx = lookup(t, h);
@@ -1280,6 +1285,10 @@ int tk_timer_unpause(tk_world_t *w, tk_timer_handle h)
  */
 size_t tk_timer_clear_owner(tk_world_t *w, uint64_t owner)
 {
+    if (w && TK_UNLIKELY(w->par)) {
+        tk__par_refuse(w, "tk_timer_clear_owner");
+        return 0;
+    }
     TK_ASSERT(w && w->timers);
     struct tk__timers *t = w->timers;
     if (!owner)
@@ -1449,6 +1458,7 @@ int tk__timers_restore_time(tk_world_t *w, uint64_t internal_ns)
 int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h,
                      tk_timer_status status, double remaining, uint64_t fired)
 {
+    TK_PAR_GUARD(w, "tk_timer_restore");
     TK_ASSERT(w && w->timers);
     struct tk__timers *t = w->timers;
     uint32_t idx = (uint32_t)(h & IDX_MASK);

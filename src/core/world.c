@@ -94,6 +94,7 @@ int tk_level_find(const tk_world_t *w, const char *name, tk_level_id *out)
 
 int tk_level_add(tk_world_t *w, const char *name, tk_level_id *out)
 {
+    TK_PAR_GUARD(w, "tk_level_add");
     if (!w || !name)
         return TK_EINVAL;
     if (!valid_level_name(name))
@@ -130,6 +131,7 @@ int tk_level_add(tk_world_t *w, const char *name, tk_level_id *out)
 
 int tk_level_remove(tk_world_t *w, tk_level_id id)
 {
+    TK_PAR_GUARD(w, "tk_level_remove");
     if (!w)
         return TK_EINVAL;
     tk__level *l = id != TK_LEVEL_NONE ? tk__level_get(w, id) : NULL;
@@ -256,6 +258,7 @@ void tk__world_adopt(tk_world_t *to, tk_world_t *from)
 
 int tk_world_set_time_dilation(tk_world_t *w, double value, double *applied)
 {
+    TK_PAR_GUARD(w, "tk_world_set_time_dilation");
     if (!w || isnan(value))
         return tk__world_error(w, TK_EINVAL, "time dilation must be a number");
     double v = fmin(fmax(value, TK_DILATION_MIN), TK_DILATION_MAX);
@@ -269,6 +272,7 @@ double tk_world_time_dilation(const tk_world_t *w) { return w->dilation; }
 
 void tk_world_set_paused(tk_world_t *w, bool paused)
 {
+    TK_PAR_GUARD_VOID(w, "tk_world_set_paused");
     w->paused = paused;
     if (!paused)
         w->steps = 0;
@@ -278,6 +282,7 @@ bool tk_world_paused(const tk_world_t *w) { return w->paused; }
 
 int tk_world_step(tk_world_t *w, uint64_t frames)
 {
+    TK_PAR_GUARD(w, "tk_world_step");
     if (!w || frames == 0)
         return tk__world_error(w, TK_EINVAL, "frames must be >= 1");
     if (!w->paused)
@@ -290,6 +295,10 @@ uint64_t tk_world_steps_pending(const tk_world_t *w) { return w->steps; }
 
 uint64_t tk_world_step_stop(tk_world_t *w)
 {
+    if (w && TK_UNLIKELY(w->par)) {
+        tk__par_refuse(w, "tk_world_step_stop");
+        return 0;
+    }
     uint64_t n = w->steps;
     w->steps = 0;
     return n;
@@ -326,6 +335,7 @@ void tk_world_set_stats_clock(tk_world_t *w, uint64_t (*clock)(void *), void *ud
 
 int tk_world_set_profiler(tk_world_t *w, const tk_profiler *p)
 {
+    TK_PAR_GUARD(w, "tk_world_set_profiler");
     if (p && !p->fn)
         return tk__world_error(w, TK_EINVAL, "a profiler needs a callback");
     if (p)
@@ -416,6 +426,7 @@ void tk__world_end_frame(tk_world_t *w)
 int tk_world_restore_time(tk_world_t *w, uint64_t frame, double world_time, double unpaused_time,
                           double real_time)
 {
+    TK_PAR_GUARD(w, "tk_world_restore_time");
     if (!w || !(world_time >= 0) || !(unpaused_time >= 0) || !(real_time >= 0) ||
         !isfinite(world_time) || !isfinite(unpaused_time) || !isfinite(real_time))
         return tk__world_error(w, TK_EINVAL, "restored times must be finite numbers >= 0");

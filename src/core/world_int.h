@@ -7,6 +7,7 @@
 #define TICKD_WORLD_INT_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -42,6 +43,9 @@ struct tk_world {
     bool paused;             /* requested pause state                      */
     bool frame_paused;       /* the current/last frame is a pause frame    */
     bool in_frame;           /* inside tk__world_tick                      */
+    bool par;                /* a parallel section runs (tick.c): the world
+                                must not change (TK_PAR_GUARD)             */
+    _Atomic uint32_t par_refused; /* calls refused in the current section  */
     uint64_t steps;          /* frames to run unpaused while paused        */
 
     /* levels: slot 0 unused so that TK_LEVEL_NONE == 0 */
@@ -75,6 +79,31 @@ int tk__world_new(tk_engine_t *e, double dilation, tk_world_t **out);
 void tk__world_free(tk_world_t *w);
 /* What belongs to the engine moves from `from` to `to` (tk_engine_swap_world). */
 void tk__world_adopt(tk_world_t *to, tk_world_t *from);
+
+/* The engine's worker pool (pool_int.h), NULL with one thread. */
+struct tk__pool *tk__engine_pool(const tk_engine_t *e);
+/* ns of expected parallel work worth splitting over the pool. */
+uint64_t tk__engine_split_ns(const tk_engine_t *e);
+
+/* A call made while a parallel section runs (w->par): logged (once per
+ * section, naming `what` and the class ticking), TK_ESTATE.  tick.c. */
+int tk__par_refuse(tk_world_t *w, const char *what);
+
+/* First line of a call that changes the world: refused in a parallel
+ * section. */
+#define TK_PAR_GUARD(w, what)                                                  \
+    do {                                                                       \
+        if (TK_UNLIKELY((w) && (w)->par))                                      \
+            return tk__par_refuse((w), (what));                                \
+    } while (0)
+/* The same for a call without a result: refused and ignored. */
+#define TK_PAR_GUARD_VOID(w, what)                                             \
+    do {                                                                       \
+        if (TK_UNLIKELY((w) && (w)->par)) {                                    \
+            tk__par_refuse((w), (what));                                       \
+            return;                                                            \
+        }                                                                      \
+    } while (0)
 
 /* The engine is in its request hooks (wait, pre_world): the previous
  * frame's deferred commands, before its frame counter moved (timer.c). */

@@ -55,6 +55,14 @@ static const tkd_config_key keys[] = {
      "steady keeps frame deadlines on a fixed grid, so a late frame is paid "
      "back and the average rate is the tick rate; unreal waits a period from "
      "the previous frame's start, as Unreal's MaxTickRate."},
+    {"engine", "threads", TKD_CFG_UINT, "0", 0, 256, true, F(threads), "threads",
+     "Threads that run ticks, the frame thread included: thread-safe classes "
+     "and any_thread functions run on the others too; 1 = the frame thread "
+     "only; 0 = one per online CPU."},
+    {"engine", "split_min_us", TKD_CFG_DOUBLE, "50", 0.001, 1000000, true, F(split_min_us),
+     "us",
+     "A run of parallel ticks is split over the threads only when its expected "
+     "work (measured) reaches this; smaller runs stay on the frame thread."},
 
     {"world", "levels", TKD_CFG_LIST, "persistent", 0, 0, false, F(levels), "",
      "Levels created at start; the level persistent always exists."},

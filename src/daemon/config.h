@@ -78,6 +78,8 @@ typedef struct tkd_config {
     double fixed_dt;            /* s per frame; 0 = real time                 */
     double max_dt;              /* s, clamp on one frame's real dt; 0 = none  */
     tk_pacing pacing;           /* how frame deadlines are placed             */
+    unsigned threads;           /* threads that run ticks; 0 = online CPUs    */
+    double split_min_us;        /* us of expected parallel work worth a split */
     /* [world] */
     tkd_strlist levels;         /* level names created at start               */
     double time_dilation;       /* factor, initial world time dilation        */

@@ -291,6 +291,14 @@ static void wait_hook(void *ud, uint64_t deadline)
     tk_clock_sleep_until(deadline, TK_CLOCK_SPIN_NS);
 }
 
+unsigned tkd_threads(unsigned configured)
+{
+    if (configured)
+        return configured;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > TK_ENGINE_MAX_THREADS ? TK_ENGINE_MAX_THREADS : (unsigned)n;
+}
+
 static void reload_change(void *ud, const tkd_config_key *key, const char *old_text,
                           const char *new_text, bool needs_restart)
 {
@@ -308,6 +316,12 @@ static void reload_change(void *ud, const tkd_config_key *key, const char *old_t
         tk_engine_set_max_dt(d->engine, d->cfg.max_dt);
     else if (!strcmp(s, "engine") && !strcmp(n, "pacing"))
         tk_engine_set_pacing(d->engine, d->cfg.pacing);
+    else if (!strcmp(s, "engine") && !strcmp(n, "threads")) {
+        if (tk_engine_set_threads(d->engine, tkd_threads(d->cfg.threads)) != 0)
+            tk_log_error("config: [engine] threads = %u: %s; still %u", d->cfg.threads,
+                         tk_world_last_error(d->world), tk_engine_threads(d->engine));
+    } else if (!strcmp(s, "engine") && !strcmp(n, "split_min_us"))
+        tk_engine_set_split_min(d->engine, d->cfg.split_min_us);
     else if (!strcmp(s, "world") && !strcmp(n, "time_dilation"))
         tk_world_set_time_dilation(d->world, d->cfg.time_dilation, NULL);
     else if (!strcmp(s, "world") && !strcmp(n, "max_entities"))
@@ -538,14 +552,21 @@ int tkd_init(tkd *d, char *err, size_t errlen)
     ed.fixed_dt = d->cfg.fixed_dt;
     ed.max_dt = d->cfg.max_dt;
     ed.pacing = d->cfg.pacing;
+    ed.threads = tkd_threads(d->cfg.threads);
+    ed.split_min_us = d->cfg.split_min_us;
     ed.time_dilation = d->cfg.time_dilation;
     ed.wait = wait_hook;
     ed.wait_ud = d;
     ed.pre_world = pre_world;
     ed.post_frame = post_frame;
     ed.hook_ud = d;
-    if (tk_engine_new(&ed, &d->engine) != 0) {
-        snprintf(err, errlen, "invalid engine settings");
+    int erc = tk_engine_new(&ed, &d->engine);
+    if (erc != 0) {
+        if (erc == TK_ENOMEM)
+            snprintf(err, errlen, "[engine] threads = %u: cannot start the worker threads",
+                     ed.threads);
+        else
+            snprintf(err, errlen, "invalid engine settings");
         return -1;
     }
     d->world = tk_engine_world(d->engine);

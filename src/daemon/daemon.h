@@ -74,6 +74,7 @@ typedef struct tkd {
     char *info_text;            /* engine.info result, serialized (cache)     */
     double info_rate, info_fixed; /* the tick rate and fixed dt it shows       */
     tk_pacing info_pacing;      /* and the pacing                             */
+    unsigned info_threads;      /* ... and threads                             */
     tk_ticker_handle stats_ticker;
     tk_ticker_handle autosave_ticker;
     tkd_notify notify;          /* systemd notify socket and watchdog         */
@@ -84,6 +85,9 @@ typedef struct tkd {
 /* Create the daemon from a loaded config (binds the socket, creates levels).
  * On error writes a sentence in err and returns non-zero. */
 int tkd_init(tkd *d, char *err, size_t errlen);
+/* Threads ticks run on for `[engine] threads` = `configured` (0: one per
+ * online CPU, at most TK_ENGINE_MAX_THREADS). */
+unsigned tkd_threads(unsigned configured);
 /* An engine and entity layer from the config, without socket, signals or
  * event loop, for driving methods directly (fuzz targets, tests): frames run
  * with tk_engine_frame; world.save/load always use cfg.snapshot_path. */

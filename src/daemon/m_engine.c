@@ -50,6 +50,23 @@ json_t *tkd_frame_split_json(tkd *d, const tk_frame_info *f)
     return o;
 }
 
+/* What the last frame's ticks did on worker threads (engine.stats). */
+static json_t *threads_json(tkd *d, const tk_world_frame_stats *fs)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "threads", jid(tk_engine_threads(d->engine)));
+    json_object_set_new(o, "runs", jid(fs->sections));
+    json_object_set_new(o, "runs_split", jid(fs->sections_split));
+    json_object_set_new(o, "parallel_ticks", jid(fs->par_ticks));
+    json_object_set_new(o, "worker_ticks", jid(fs->worker_ticks));
+    json_object_set_new(o, "worker_ms", ms(fs->worker_ns));
+    json_t *g = json_object();
+    for (int i = 0; i < TK_GROUP_COUNT; i++)
+        json_object_set_new(g, tk_group_name((tk_group)i), ms(fs->group_worker_ns[i]));
+    json_object_set_new(o, "groups_worker_ms", g);
+    return o;
+}
+
 json_t *tkd_stats_json(tkd *d)
 {
     tk_engine_stats st;
@@ -79,6 +96,7 @@ json_t *tkd_stats_json(tkd *d)
     for (int i = 0; i < TK_GROUP_COUNT; i++)
         json_object_set_new(g, tk_group_name((tk_group)i), json_real((double)fs.group_ns[i] / 1e6));
     json_object_set_new(o, "groups", g);
+    json_object_set_new(o, "threads", threads_json(d, &fs));
     json_object_set_new(o, "start_frame_ms", json_real((double)fs.start_frame_ns / 1e6));
     json_object_set_new(o, "timers_ms", json_real((double)fs.timers_ns / 1e6));
     json_object_set_new(o, "tickables_ms", json_real((double)fs.tickables_ns / 1e6));
@@ -135,6 +153,7 @@ static json_t *engine_info_json(tkd *d)
     json_object_set_new(o, "tick_rate", json_real(tk_engine_tick_rate(d->engine)));
     json_object_set_new(o, "fixed_dt", json_real(tk_engine_fixed_dt(d->engine)));
     json_object_set_new(o, "pacing", json_string(tk_pacing_name(tk_engine_pacing(d->engine))));
+    json_object_set_new(o, "threads", json_integer((json_int_t)tk_engine_threads(d->engine)));
     json_object_set_new(o, "config", d->cfg.path ? json_string(d->cfg.path) : json_null());
     return o;
 }
@@ -146,8 +165,9 @@ static void m_engine_info(req *r)
     tkd *d = r->d;
     double rate = tk_engine_tick_rate(d->engine), fixed = tk_engine_fixed_dt(d->engine);
     tk_pacing pacing = tk_engine_pacing(d->engine);
+    unsigned threads = tk_engine_threads(d->engine);
     if (!d->info_text || rate != d->info_rate || fixed != d->info_fixed ||
-        pacing != d->info_pacing) {
+        pacing != d->info_pacing || threads != d->info_threads) {
         json_t *o = engine_info_json(d);
         free(d->info_text);
         d->info_text = tkd_jsonw_dump(o, JSON_COMPACT, NULL);
@@ -155,6 +175,7 @@ static void m_engine_info(req *r)
         d->info_rate = rate;
         d->info_fixed = fixed;
         d->info_pacing = pacing;
+        d->info_threads = threads;
     }
     r->answered = true;
     if (r->call && d->info_text)
@@ -236,7 +257,7 @@ static const tkd_field info_result[] = {
     R_ARR("classes", "entity classes, plugins' included"), R_INT("pid", NULL),
     {.name = "socket", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE},
     R_NUM("tick_rate", "max tick rate, Hz (0: unlimited)"), R_NUM("fixed_dt", "s (0: real dt)"),
-    R_STR("pacing", NULL),
+    R_STR("pacing", NULL), R_INT("threads", "threads that run ticks ([engine] threads)"),
     {.name = "config", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
      .desc = "the config file read"},
     {0}};
@@ -245,7 +266,10 @@ static const tkd_field stats_result[] = {
     R_INT("frame", NULL), R_NUM("world_time", "s"), R_NUM("real_time", "s"),
     R_NUM("target_hz", NULL), R_NUM("tps_1s", NULL), R_NUM("tps_10s", NULL), R_NUM("tps_1m", NULL),
     R_MSPT("mspt", "ms per tick over the last minute"),
-    R_OBJ("groups", "ms of the last frame per tick group"), R_NUM("start_frame_ms", NULL),
+    R_OBJ("groups", "ms of the last frame per tick group (wall time)"),
+    R_OBJ("threads", "the last frame's parallel ticks: threads, runs, runs_split, "
+                     "parallel_ticks, worker_ticks, worker_ms, groups_worker_ms"),
+    R_NUM("start_frame_ms", NULL),
     R_NUM("timers_ms", NULL), R_NUM("tickables_ms", NULL), R_INT("ticks_run_last_frame", NULL),
     R_INT("overruns", NULL), R_NUM("behind_s", NULL), R_NUM("last_frame_ms", NULL),
     R_NUM("last_frame_cpu_ms",
@@ -275,8 +299,9 @@ static const tkd_field profile_params[] = {
      .max = PROFILE_MAX_SECONDS, .def = 10, .desc = "how long (not with frames)"},
     P_INT("frames", 0, 1, PROFILE_MAX_FRAMES, "how many frames (not with seconds)"), {0}};
 static const tkd_field profile_result[] = {
-    R_INT("frames", NULL), R_NUM("seconds", NULL), R_NUM("work_ms", NULL), R_NUM("ticks_ms", NULL),
-    R_NUM("timers_ms", NULL), R_NUM("tickables_ms", NULL), R_NUM("requests_ms", NULL),
+    R_INT("frames", NULL), R_NUM("seconds", NULL), R_NUM("work_ms", NULL),
+    R_NUM("ticks_ms", "summed over the threads that ran them"),
+    R_NUM("worker_ms", "of ticks_ms, on worker threads"), R_NUM("timers_ms", NULL), R_NUM("tickables_ms", NULL), R_NUM("requests_ms", NULL),
     R_INT("requests", NULL), R_OBJ("groups_ms", NULL),
     R_ARR("classes", "time per class x group x level, most first"),
     R_ARR("timers", "time per timer action method"), R_ARR("tickables", "time per class"),

@@ -393,6 +393,13 @@ static void exposition(tkd_metrics *m, struct evbuffer *b)
                                         "other"};
     for (size_t i = 0; i < 6; i++)
         sample(b, "tickd_last_frame_work_seconds", "part", parts[i], num(split, parts[i]) / 1e3);
+    json_t *thr = json_object_get(st, "threads");
+    head(b, "tickd_tick_threads", "gauge",
+         "Threads that run ticks, the frame thread included ([engine] threads).");
+    sample(b, "tickd_tick_threads", NULL, NULL, num(thr, "threads"));
+    head(b, "tickd_last_frame_worker_seconds", "gauge",
+         "Tick work the last frame did on worker threads (summed over them).");
+    sample(b, "tickd_last_frame_worker_seconds", NULL, NULL, num(thr, "worker_ms") / 1e3);
     head(b, "tickd_slow_requests_total", "counter",
          "Requests and timer actions over [stats] slow_request_ms.");
     sample(b, "tickd_slow_requests_total", NULL, NULL, num(st, "slow_requests"));

@@ -23,6 +23,13 @@
  * probability 1/PROFILE_SAMPLE_EVERY per occurrence.  Batched classes are
  * timed per batch only (the batch function runs them as one call).
  *
+ * Threads ([engine] threads > 1): the core hands over the events of ticks
+ * that ran on worker threads after their run, in the order of one thread,
+ * each with the thread that ran it.  A class row's time is summed over the
+ * threads that ran it (so ticks_ms may exceed the frames' wall time), and
+ * worker_ms says how much of it workers did; traces and the slowest ticks
+ * name the thread of each tick.
+ *
  * Traces ask the core to time every function ("each": batches off while a
  * trace runs, as world.trace always did) and collect the frame's events in
  * one buffer shared by every running trace; at the end of the frame each
@@ -53,6 +60,8 @@ typedef struct cgl_row {
     uint64_t ns;       /* time                                          */
     uint64_t calls;    /* functions run                                 */
     uint64_t runs;     /* runs (batches or lanes ticked one by one)     */
+    uint64_t worker_ns;    /* of `ns`, on worker threads                */
+    uint64_t worker_calls; /* of `calls`, on worker threads             */
     char level[TK_LEVEL_NAME_MAX + 1]; /* its name when first seen       */
 } cgl_row;
 
@@ -67,6 +76,7 @@ typedef struct slow_row {
     int comp;          /* -1 = the actor's own tick    */
     uint16_t cls;
     int group;
+    unsigned thread;   /* 0: the frame thread          */
     char level[TK_LEVEL_NAME_MAX + 1];
     uint64_t frame;
 } slow_row;
@@ -81,6 +91,7 @@ typedef struct profile {
     uint64_t frames;           /* frames seen                         */
     uint64_t work_ns;          /* sum of the frames' work             */
     uint64_t ticks_ns, timers_ns, tickables_ns, requests_ns;
+    uint64_t worker_ns;        /* of ticks_ns, on worker threads      */
     uint64_t timer_calls, tickable_calls, tick_calls, requests;
     uint64_t group_ns[TK_GROUP_COUNT];
     cgl_row *rows;             /* open addressing, power-of-two size  */
@@ -100,6 +111,7 @@ typedef struct titem {
     int8_t group;      /* TI_TICK, TI_GROUP                  */
     uint16_t cls;      /* TI_TICK                            */
     int32_t comp;      /* TI_TICK: -1 actor                  */
+    uint16_t thread;   /* TI_TICK: 0 the frame thread        */
     uint32_t n;        /* spans: how many ran                */
     uint64_t entity;   /* TI_TICK: 0 none                    */
     uint64_t t0, ns;   /* monotonic ns                       */
@@ -235,6 +247,11 @@ static void profile_run(tkd *d, profile *p, const tk_prof_event *ev)
     r->runs++;
     p->ticks_ns += ev->ns;
     p->tick_calls += ev->n;
+    if (ev->thread) {
+        r->worker_ns += ev->ns;
+        r->worker_calls += ev->n;
+        p->worker_ns += ev->ns;
+    }
 }
 
 static void profile_single(tkd *d, profile *p, const tk_prof_event *ev)
@@ -258,6 +275,7 @@ static void profile_single(tkd *d, profile *p, const tk_prof_event *ev)
     s->comp = comp;
     s->cls = ev->cls;
     s->group = ev->group;
+    s->thread = ev->thread;
     level_str(d, ev->level, s->level, sizeof s->level);
     s->frame = tk_world_frame(d->world);
 }
@@ -318,6 +336,7 @@ static void on_event(void *ud, const tk_prof_event *ev)
         const tks_entity *e = tks_tick_owner(d->sim, ev->id, &comp);
         it.kind = TI_TICK;
         it.cls = ev->cls;
+        it.thread = (uint16_t)ev->thread;
         it.comp = comp;
         it.entity = e ? tks_entity_id(e) : 0;
         break;
@@ -456,6 +475,7 @@ static json_t *profile_json(tkd *d, profile *p, uint64_t now)
     json_object_set_new(o, "seconds", json_real(round((double)(now - p->start_ns) / 1e6) / 1e3));
     json_object_set_new(o, "work_ms", jms(p->work_ns));
     json_object_set_new(o, "ticks_ms", jms(p->ticks_ns));
+    json_object_set_new(o, "worker_ms", jms(p->worker_ns));
     json_object_set_new(o, "timers_ms", jms(p->timers_ns));
     json_object_set_new(o, "tickables_ms", jms(p->tickables_ns));
     json_object_set_new(o, "requests_ms", jms(p->requests_ns));
@@ -482,6 +502,8 @@ static json_t *profile_json(tkd *d, profile *p, uint64_t now)
         json_object_set_new(c, "ms", jms(r->ns));
         json_object_set_new(c, "calls", jid(r->calls));
         json_object_set_new(c, "runs", jid(r->runs));
+        json_object_set_new(c, "worker_ms", jms(r->worker_ns));
+        json_object_set_new(c, "worker_calls", jid(r->worker_calls));
         json_object_set_new(c, "ms_per_frame", jms(fr ? r->ns / fr : 0));
         json_object_set_new(c, "pct", json_real(pct(r->ns, p->work_ns)));
         json_array_append_new(a, c);
@@ -503,6 +525,7 @@ static json_t *profile_json(tkd *d, profile *p, uint64_t now)
         json_object_set_new(t, "level", json_string(s->level));
         json_object_set_new(t, "ms", jms(s->ns));
         json_object_set_new(t, "frame", jid(s->frame));
+        json_object_set_new(t, "thread", jid(s->thread));
         json_array_append_new(a, t);
     }
     json_object_set_new(o, "slowest", a);
@@ -622,6 +645,7 @@ static bool trace_frame(tkd *d, trace *t, const tk_frame_info *f)
             json_object_set_new(x, "class", json_string(class_str(d, it->cls)));
             json_object_set_new(x, "start", jus(rel));
             json_object_set_new(x, "dur", jus((int64_t)it->ns));
+            json_object_set_new(x, "thread", jid(it->thread));
             json_object_set_new(x, "kind", json_string("tick"));
             json_array_append_new(ticks, x);
             continue;

@@ -4,9 +4,10 @@
  * no service a plugin could not get.  Each is usable as an actor, a component
  * and a tickable.
  *
- *   counter   nothing but being counted (the core keeps the counters)
+ *   counter   nothing but being counted (the core keeps the counters);
+ *             thread-safe
  *   mover     x, y, z += v * dt each tick (batch form: a loop over the
- *             run's states)
+ *             run's states); thread-safe: it writes its own state only
  *   spawner   every `every`-th tick spawns `spawn` (or a copy of itself)
  *             until it spawned `max_total` times
  *   follower  prerequisite on its target's actor tick (an attached child);
@@ -39,8 +40,9 @@ static void counter_batch(const tkp_run *run, float dt, const tkp_ctx *c)
     (void)c;
 }
 
-static const tkp_class counter_class = CLASS(.name = "counter", .position = -1,
-                                             .tick = counter_tick, .tick_batch = counter_batch);
+static const tkp_class counter_class =
+    CLASS(.name = "counter", .position = -1, .tick = counter_tick, .tick_batch = counter_batch,
+          .flags = TKP_CLASS_THREAD_SAFE);
 
 /* ---- mover ------------------------------------------------------------------- */
 
@@ -85,7 +87,7 @@ static void mover_batch(const tkp_run *run, float dt, const tkp_ctx *c)
 static const tkp_class mover_class =
     CLASS(.name = "mover", .state_size = sizeof(mover), .props = mover_props,
           .n_props = sizeof mover_props / sizeof mover_props[0], .position = offsetof(mover, x),
-          .tick = mover_tick, .tick_batch = mover_batch);
+          .tick = mover_tick, .tick_batch = mover_batch, .flags = TKP_CLASS_THREAD_SAFE);
 
 /* ---- spawner --------------------------------------------------------------------- */
 

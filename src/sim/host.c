@@ -3,6 +3,14 @@
  * (tickd/plugin.h), the context of its calls, and the timers it sets.
  * Built-in and plugin classes get exactly these services.
  *
+ * Threads: a tick that runs as parallel work (thread-safe classes,
+ * any_thread instances; tickd/plugin.h) may run on a worker.  The services
+ * that read (state, entity, component, class_of, entity_position,
+ * entity_state) touch nothing that changes meanwhile, and log is
+ * thread-safe; those that change the world (spawn, timers, prerequisites)
+ * or walk the id table with its iteration marks (for_each) are refused while
+ * parallel work runs (tk_tick_guard: logged, once per run).
+ *
  * Not here: loading plugins (plugin.c), registering classes (sim.c), the
  * tick trampolines (store.c).
  */
@@ -22,6 +30,7 @@ tkp_ctx tks__ctx(tks_sim *s, const tk_tick_ctx *tc)
     c.serial = tk_world_serial(s->w);
     c.group = tc ? (int)tc->group : -1;
     c.pause_frame = tc ? tc->pause_frame : false;
+    c.thread = tc ? (int)tc->thread : 0;
     return c;
 }
 
@@ -129,6 +138,8 @@ static void api_for_each(const tkp_ctx *c, const tkp_class *cls, void (*fn)(void
                          void *ud)
 {
     tks_sim *s = c->host;
+    if (tk_tick_guard(s->w, "for_each"))
+        return;
     tks_iter it;
     tks__iter_begin(s, &it);
     for (tks_obj *e; (e = tks__iter_next(s, &it));) {
@@ -158,6 +169,8 @@ static void api_for_each(const tkp_ctx *c, const tkp_class *cls, void (*fn)(void
 static int api_prerequisite(const tkp_ctx *c, tkp_obj *o, tkp_id target, bool add)
 {
     tks_sim *s = c->host;
+    if (tk_tick_guard(s->w, add ? "add_prerequisite" : "remove_prerequisite"))
+        return -1;
     tks_obj *t = tks__entity(s, target);
     if (!o->tslot || !t || !t->tslot || t->tslot == o->tslot)
         return -1;
@@ -182,6 +195,11 @@ static int api_spawn(const tkp_ctx *c, tkp_obj *o, const tkp_spawn_ref *ref, cha
                      size_t errlen)
 {
     tks_sim *s = c->host;
+    if (tk_tick_guard(s->w, "spawn")) {
+        if (err && errlen)
+            snprintf(err, errlen, "refused: a tick running in parallel may not spawn");
+        return -1;
+    }
     char e[TKS_ERR_MAX] = "";
     tks_id first;
     int rc = ref->self   ? tks__spawn_self(s, o, e)
@@ -223,7 +241,7 @@ static uint64_t api_timer_set(const tkp_ctx *c, tkp_obj *o, double rate, bool lo
                               void (*fn)(void *ud, tkp_obj *o, const tkp_ctx *c), void *ud)
 {
     tks_sim *s = c->host;
-    if (!fn || !o)
+    if (!fn || !o || tk_tick_guard(s->w, "timer_set"))
         return 0;
     plugin_timer *pt = tk_malloc(sizeof *pt);
     *pt = (plugin_timer){s, fn, ud, o->id, o->comp, o->comp == -2 ? o : NULL};
@@ -246,6 +264,8 @@ static uint64_t api_timer_set(const tkp_ctx *c, tkp_obj *o, double rate, bool lo
 static void api_timer_clear(const tkp_ctx *c, uint64_t handle)
 {
     tks_sim *s = c->host;
+    if (tk_tick_guard(s->w, "timer_clear"))
+        return;
     tk_timer_clear(s->w, handle);
 }
 

@@ -4,7 +4,8 @@
  * A plugin is dlopen()ed with RTLD_NOW | RTLD_LOCAL (every symbol it needs
  * must resolve at load), then checked in this order, each failure naming the
  * file and the symbol or class at fault and loading nothing of it:
- *   1. `tickd_plugin_abi` exists and equals TICKD_PLUGIN_ABI;
+ *   1. `tickd_plugin_abi` exists and is TICKD_PLUGIN_ABI_MIN ..
+ *      TICKD_PLUGIN_ABI (an older version's structs are a prefix of ours);
  *   2. `tickd_plugin_classes` exists;
  *   3. `tickd_plugin_init`, if present, returns 0;
  *   4. the classes it returns pass tks_register_class (names unique across
@@ -31,7 +32,7 @@ int tks_load_plugin(tks_sim *s, const char *path, char err[TKS_ERR_MAX])
         snprintf(err, TKS_ERR_MAX, "%s: missing symbol %s", path, TICKD_PLUGIN_ABI_SYMBOL);
         goto fail;
     }
-    if (*abi != TICKD_PLUGIN_ABI) {
+    if (*abi < TICKD_PLUGIN_ABI_MIN || *abi > TICKD_PLUGIN_ABI) {
         snprintf(err, TKS_ERR_MAX, "%s: plugin ABI version %u, this tickd speaks %u", path,
                  (unsigned)*abi, TICKD_PLUGIN_ABI);
         goto fail;

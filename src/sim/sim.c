@@ -233,6 +233,11 @@ const tks_class *tks_class_find(const tks_sim *s, const char *name)
 }
 const char *tks_class_name(const tks_class *c) { return c->name; }
 const tkp_class *tks_class_abi(const tks_class *c) { return c->p; }
+
+bool tks_class_thread_safe(const tkp_class *p)
+{
+    return p->abi >= 3 && (p->flags & TKP_CLASS_THREAD_SAFE);
+}
 const char *tks_class_origin(const tks_class *c) { return c->origin; }
 
 static bool valid_name(const char *n, bool allow_upper_dot)
@@ -254,7 +259,7 @@ int tks_check_class(const tks_sim *s, const tkp_class *p, const char *origin, ch
 {
     if (!p)
         return tks__errf(err, TK_EINVAL, "%s: no class descriptor", origin);
-    if (p->abi != TICKD_PLUGIN_ABI)
+    if (p->abi < TICKD_PLUGIN_ABI_MIN || p->abi > TICKD_PLUGIN_ABI)
         return tks__errf(err, TK_EINVAL,
                          "%s: class '%s' speaks plugin ABI %u, this tickd speaks %u", origin,
                          p->name ? p->name : "?", (unsigned)p->abi, TICKD_PLUGIN_ABI);
@@ -314,7 +319,8 @@ int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char 
     snprintf(c->name, sizeof c->name, "%s", p->name);
     snprintf(c->origin, sizeof c->origin, "%s", origin);
     c->p = p;
-    tk_tick_class_desc d = {c->name, tks__obj_tick, p->tick_batch ? tks__obj_batch : NULL};
+    tk_tick_class_desc d = {c->name, tks__obj_tick, p->tick_batch ? tks__obj_batch : NULL,
+                            tks_class_thread_safe(p)};
     rc = tk_tick_class_register(s->w, &d, &c->tick_cls);
     /* Rows hold their function's slot (tkp_obj.tslot): no id beside each
      * target in the scheduler's lanes. */

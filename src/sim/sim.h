@@ -164,6 +164,9 @@ const char *tks_class_name(const tks_class *c);
 /* The class's ABI descriptor, and where it came from ("built-in" or the
  * plugin's path). */
 const tkp_class *tks_class_abi(const tks_class *c);
+/* The class declares TKP_CLASS_THREAD_SAFE (ABI 3 or later): its ticks are
+ * parallel work (tickd/tick.h, Threads). */
+bool tks_class_thread_safe(const tkp_class *p);
 const char *tks_class_origin(const tks_class *c);
 
 /*

@@ -144,9 +144,10 @@ START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 37);
+    ck_assert_uint_eq(n, 39);
     static const char *const reloadable[] = {
-        "engine.tick_rate",    "engine.max_dt",       "engine.pacing",       "world.time_dilation",
+        "engine.tick_rate",    "engine.max_dt",       "engine.pacing",       "engine.threads",
+        "engine.split_min_us",       "world.time_dilation",
         "world.max_entities",  "world.max_memory",  "control.max_clients", "control.max_line",
         "control.max_pending", "control.max_batch",   "control.max_output",
         "control.max_input",   "control.request_budget_ms", "control.idle_timeout_s",

@@ -1418,6 +1418,26 @@ END_TEST
 
 /* ---- the suite ------------------------------------------------------------------------------ */
 
+/* A plugin built for ABI 2 loads; its class is not thread-safe (ABI 2 has no
+ * flags), so its ticks never run as parallel work. */
+START_TEST(plugins_abi2_loads_not_thread_safe)
+{
+    const char *load = fmt("plugins.load=%s", tplugin("abi2"));
+    const char *const cfg[] = {load, "engine.threads=2", "engine.split_min_us=0.001", NULL};
+    tkit_opts o = {.config = cfg};
+    tkit_daemon *d = tkit_start(&o);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"elder\",\"count\":10}");
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":10}");
+    tkit_wait_frames(c, 2);
+    json_t *st = tkit_ok(c, "engine.stats", NULL);
+    ck_assert_int_eq(tkit_geti(st, "ticks_run_last_frame"), 20);
+    /* The counters ran as parallel work, the elders did not. */
+    ck_assert_int_eq(tkit_geti(st, "threads.parallel_ticks"), 10);
+    tkit_finish(d);
+}
+END_TEST
+
 static Suite *plugins_suite(void)
 {
     Suite *s = suite_create("plugins");
@@ -1449,6 +1469,7 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, plugins_boids_batch_identical);
     tcase_add_test(tc, plugins_batch_gets_runs);
     tcase_add_test(tc, plugins_boids_load_replays);
+    tcase_add_test(tc, plugins_abi2_loads_not_thread_safe);
     suite_add_tcase(s, tc);
     return s;
 }
