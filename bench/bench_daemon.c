@@ -195,7 +195,7 @@
 #define MSPT_SKIP        30       /* frames of settling after the spawns    */
 #define MSPT_FRAMES      180      /* frames in the mspt figure (~3 s)       */
 #define PRE_SPAWN_MS     300      /* frames run before the first RSS read   */
-#define MAX_DAEMONS      16       /* daemons started by one run             */
+#define MAX_DAEMONS      32       /* daemons started by one run (21 now)     */
 #define TPS_SECONDS      60       /* tps_steady_60: seconds averaged       */
 #define TPS_SETTLE_MS    2000     /* frames run before its first reading   */
 #define TPS_BURNERS      2        /* burner entities of its world ...      */
