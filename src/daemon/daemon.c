@@ -510,6 +510,7 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
         json_object_set_new(p, "dt", json_real((double)f->world_dt_ns / 1e9));
         json_object_set_new(p, "ms", json_real((double)f->work_ns / 1e6));
         json_object_set_new(p, "gap_ms", json_real((double)f->gap_ns / 1e6));
+        json_object_set_new(p, "cpu_ms", json_real((double)f->cpu_ns / 1e6));
         json_object_set_new(p, "split", tkd_frame_split_json(d, f));
         tkd_server_publish(d->srv, TKD_TOPIC_FRAME, p);
     }

@@ -104,6 +104,7 @@ json_t *tkd_stats_json(tkd *d)
     json_object_set_new(o, "overruns", jid(st.overruns));
     json_object_set_new(o, "behind_s", json_real(st.behind_s));
     json_object_set_new(o, "last_frame_ms", ms(st.last.work_ns));
+    json_object_set_new(o, "last_frame_cpu_ms", ms(st.last.cpu_ns));
     json_object_set_new(o, "split_ms", tkd_frame_split_json(d, &st.last));
     json_object_set_new(o, "gap_ms", ms(st.last.gap_ns));
     json_object_set_new(o, "gap_max_ms_10s", json_real(st.gap_max_ms_10s));
@@ -291,6 +292,8 @@ static const tkd_field stats_result[] = {
     R_NUM("start_frame_ms", NULL),
     R_NUM("timers_ms", NULL), R_NUM("tickables_ms", NULL), R_INT("ticks_run_last_frame", NULL),
     R_INT("overruns", NULL), R_NUM("behind_s", NULL), R_NUM("last_frame_ms", NULL),
+    R_NUM("last_frame_cpu_ms",
+          "CPU time of the frame thread in the last frame's work (but requests run while waiting)"),
     R_OBJ("split_ms", "the last frame's work: requests, ticks, timers, tickables, ticker, other"),
     R_NUM("gap_ms", NULL), R_NUM("gap_max_ms_10s", NULL), R_INT("slow_requests", NULL),
     R_INT("log_suppressed", NULL), R_INT("entities", NULL),
