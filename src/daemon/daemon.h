@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agones.h"
 #include "config.h"
 #include "jsonw.h"
 #include "logging.h"
@@ -80,6 +81,8 @@ typedef struct tkd {
     tkd_notify notify;          /* systemd notify socket and watchdog         */
     tk_ticker_handle status_ticker; /* STATUS= to systemd, every few seconds  */
     struct tkd_bgsave *bgsave;  /* world.save/autosave in a child (snapshot.c) */
+    tkd_agones *agones;         /* the Agones SDK client (agones.h), or NULL  */
+    uint64_t info_agones_gen;   /* tkd_agones_info_gen the cached info shows  */
 } tkd;
 
 /* Create the daemon from a loaded config (binds the socket, creates levels).

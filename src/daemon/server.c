@@ -196,7 +196,8 @@ static const struct timeval linger_tv = {TKD_SERVER_LINGER_MS / 1000,
                                          (TKD_SERVER_LINGER_MS % 1000) * 1000};
 
 static const char *const topic_names[TKD_TOPIC_COUNT] = {"frame", "stats", "overrun",
-                                                         "slow_tick", "log", "slow_request"};
+                                                         "slow_tick", "log", "slow_request",
+                                                         "agones"};
 
 const char *tkd_topic_name(tkd_topic t)
 {
