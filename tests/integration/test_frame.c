@@ -185,18 +185,18 @@ END_TEST
 START_TEST(frame_lag_warning_names_request)
 {
     static const char *const cfg[] = {"engine.tick_rate=60", "engine.fixed_dt=0",
-                                      "stats.lag_warn_ms=100", NULL};
+                                      "stats.lag_warn_ms=30", "world.max_entities=1200000", NULL};
     tkit_opts o = {.config = cfg};
     tkit_daemon *d = tkit_start(&o);
     tkit_conn *c = tkit_connect(d);
     tkit_ok(c, "timer.set",
-            "{\"rate\":0.01,\"action\":{\"method\":\"entity.spawn\","
+            "{\"rate\":0.5,\"loop\":true,\"action\":{\"method\":\"entity.spawn\","
             "\"params\":{\"class\":\"counter\",\"count\":300000,"
             "\"tick\":{\"enabled\":false}}}}");
-    /* The spawned functions are disabled, so the action is the frame's
-     * work and no tick group can outweigh it (300k newly spawned ticks
-     * could, on a loaded machine).  Other warnings may still come first:
-     * wait for this one. */
+    /* Each firing spawns 300k (at most four, max_entities) whose functions
+     * are disabled, so the action is the frames' work and no tick group can
+     * outweigh it (300k newly spawned ticks could, on a loaded machine).
+     * Other warnings may still come first: wait for this one. */
     double deadline = tkit_now() + tkit_scale(10);
     while (!strstr(tkit_stderr(d), "slowest: timer action entity.spawn") && tkit_now() < deadline)
         tkit_wait_frames(c, 1);
