@@ -27,9 +27,10 @@ DEB_TOOLS := pkg-config
 # the Python client, tests/python)
 DEP_CMDS  := promtool:prometheus prometheus:prometheus python3:python3 pip3:python3-pip
 # Python module -> Debian package: modules the Python tests import (jsonschema
-# checks rpc.discover's document against the OpenRPC meta-schema); found in
-# python3 or in the system's /usr/bin/python3
-DEP_PYMODS := jsonschema:python3-jsonschema
+# checks rpc.discover's document against the OpenRPC meta-schema; yaml reads
+# the Kubernetes manifests of deploy/k8s); found in python3 or in the system's
+# /usr/bin/python3
+DEP_PYMODS := jsonschema:python3-jsonschema yaml:python3-yaml
 
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -60,7 +61,8 @@ SIM_SRC    := $(wildcard src/sim/*.c)
 DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
 CLI_SRC    := $(wildcard src/cli/*.c)
 LOAD_SRC   := $(wildcard src/load/*.c)
-# Client code shared by tickctl and tickd-load (the default socket).
+# Code shared by tickctl, tickd-load (the default socket, --world) and the
+# daemon (instance names).
 COMMON_SRC := $(wildcard src/common/*.c)
 UNIT_SRC   := $(wildcard tests/test_*.c)
 DUNIT_SRC  := $(wildcard tests/daemon/test_*.c)
@@ -174,7 +176,7 @@ $(LIBTICKD): $(call obj,$(CORE_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBDAEMON): $(call obj,$(SIM_SRC) $(DAEMON_SRC))
+$(LIBDAEMON): $(call obj,$(SIM_SRC) $(DAEMON_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -344,7 +346,8 @@ clean:
 # make install PREFIX=/usr/local DESTDIR= SYSCONFDIR=/etc: binaries, library and
 # headers, the plugins in PREFIX/lib/tickd/plugins, tickd-load's scenarios in
 # SCENARIODIR (PREFIX/share/tickd/scenarios), man pages, the systemd units
-# (ExecStart and the config path follow PREFIX and SYSCONFDIR), the sysusers.d snippet (user and group tickd), and
+# (tickd.service and tickd@.service for one world per instance; ExecStart and
+# the config path follow PREFIX and SYSCONFDIR), the sysusers.d snippet (user and group tickd), and
 # SYSCONFDIR/tickd/tickd.ini: config/tickd.ini with the service's socket,
 # snapshot and metrics paths (metrics on the Unix socket
 # /run/tickd/metrics.sock: the unit allows no TCP), installed only when no
@@ -373,6 +376,10 @@ install: all
 	  systemd/tickd.service > $(BUILD)/install/tickd.service
 	install -m 0644 $(BUILD)/install/tickd.service $(DESTDIR)$(UNITDIR)/tickd.service
 	install -m 0644 systemd/tickd.socket $(DESTDIR)$(UNITDIR)/tickd.socket
+	sed -e 's|/usr/local/bin/tickd |$(PREFIX)/bin/tickd |' -e 's|/etc/tickd/|$(SYSCONFDIR)/tickd/|' \
+	  systemd/tickd@.service > $(BUILD)/install/tickd@.service
+	install -m 0644 $(BUILD)/install/tickd@.service $(DESTDIR)$(UNITDIR)/tickd@.service
+	install -m 0644 systemd/tickd@.socket $(DESTDIR)$(UNITDIR)/tickd@.socket
 	install -m 0644 systemd/tickd.sysusers $(DESTDIR)$(SYSUSERSDIR)/tickd.conf
 	@if [ -e $(INST_CONFIG) ]; then \
 	  echo "install: keeping $(INST_CONFIG)"; \
@@ -399,7 +406,8 @@ uninstall:
 	  $(DESTDIR)$(MANDIR)/man1/tickd-load.1
 	rm -f $(patsubst scripts/scenarios/%,$(DESTDIR)$(SCENARIODIR)/%,$(wildcard scripts/scenarios/*.jsonl))
 	rmdir $(DESTDIR)$(SCENARIODIR) $(DESTDIR)$(PREFIX)/share/tickd 2>/dev/null || :
-	rm -f $(DESTDIR)$(UNITDIR)/tickd.service $(DESTDIR)$(UNITDIR)/tickd.socket
+	rm -f $(DESTDIR)$(UNITDIR)/tickd.service $(DESTDIR)$(UNITDIR)/tickd.socket \
+	  $(DESTDIR)$(UNITDIR)/tickd@.service $(DESTDIR)$(UNITDIR)/tickd@.socket
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/tickd.conf
 	@if [ -e $(INST_CONFIG) ]; then echo "uninstall: kept $(INST_CONFIG)"; fi
 

@@ -38,6 +38,7 @@ timer_ratio_vs_libevent|>= 2|ge|2
 pacing_p99_jitter_us|<= 250|le|250
 pacing_jitter_ratio|<= 1.2|le|1.2
 pacing_jitter_ratio_unreal|<= 1.2|le|1.2
+pacing_jitter_ratio_bare_pair|-|-|0
 tps_steady_60|60 +- 0.06|in|59.94:60.06
 tps_unreal_60|-|-|0
 idle_cpu_percent|<= 1|le|1
@@ -64,7 +65,10 @@ mspt_p99_1m_movers_1t|<= 8|le|8
 mspt_p99_1m_movers|<= 5|le|5
 parallel_speedup|>= 1.7|ge|1.7
 parallel_floor_speedup|-|-|0
-parallel_10k_ratio|<= 1.05|le|1.05'
+parallel_10k_ratio|<= 1.05|le|1.05
+mspt_p99_1m_movers_floor_ratio|-|-|0
+mspt_p99_1m_movers_1t_cpu|-|-|0
+mspt_p99_1m_movers_cpu_floor_ratio|<= 1.2|le|1.2'
 
 {
   printf '{'

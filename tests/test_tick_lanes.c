@@ -5,7 +5,7 @@
  * interval prerequisite statically unless the prerequisite can move it;
  * slow-tick detection times runs and still names the slow function; lane
  * compaction after a mass removal spreads over frames without changing what
- * ticks.
+ * ticks; a class whose targets hold their slots runs as any other.
  *
  * Time is fixed-dt frames; where durations matter (slow ticks) the engine's
  * clock is a fake one that moves 100 ns per read, and a slow function moves
@@ -13,6 +13,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,8 @@ static uint32_t rnd(uint32_t n)
 typedef struct twin {
     int side;       /* 0: class with a batch form, 1: without      */
     int idx;        /* slot of the scenario                         */
+    uint32_t slot;  /* its function's slot + 1, in scenarios where its
+                       class keeps it there (tk_tick_class_slot_in_target) */
 } twin;
 
 typedef struct tw_rec {
@@ -93,7 +96,9 @@ typedef struct tw_slot {
     int pre;                    /* prerequisite slot, -1 = none         */
 } tw_slot;
 
-static twin g_tw[2][TW_N];
+static twin g_tw[2][2][TW_N];   /* [buffer][side][slot]: targets move between buffers */
+static int g_twb[2][TW_N];      /* the buffer each target is in now          */
+static bool g_tw_sit[2];        /* the side's class keeps slots in targets   */
 static tk_tick_id g_tid[2][TW_N];
 static tw_slot g_sl[TW_N];
 static int g_nsl;
@@ -105,6 +110,7 @@ static long g_iv_batched;       /* interval functions ticked in a batch of >= 2 
 static void tw_tick(void *target, float dt, tk_tick_ctx *ctx)
 {
     twin *t = target;
+    CHECK(t->side >= 0, "a stale target ticked");
     CHECK(g_ntw[t->side] < TW_LOG, "more than %d ticks in a frame", TW_LOG);
     g_twlog[t->side][g_ntw[t->side]++] = (tw_rec){t->idx, (int)ctx->group, dt};
 }
@@ -126,7 +132,7 @@ static void tw_register(int i)
     for (int side = 0; side < 2; side++) {
         tk_tick_desc d = {0};
         d.cls = g_twcls[side];
-        d.target = &g_tw[side][i];
+        d.target = &g_tw[g_twb[side][i]][side][i];
         tk_tick_spec_default(&d.spec);
         d.spec.group = s->group;
         d.spec.interval = s->interval;
@@ -217,6 +223,19 @@ static void tw_change(void)
         if (g_nsl < TW_N)
             tw_new_slot();
         break;
+    case 7:
+        /* The targets move (as the entity layer's rows do). */
+        if (!s->alive)
+            break;
+        for (int side = 0; side < 2; side++) {
+            int from = g_twb[side][i], to = !from;
+            g_tw[to][side][i] = g_tw[from][side][i];
+            g_tw[to][side][i].slot = 0;
+            ck_assert_int_eq(tk_tick_set_target(W, g_tid[side][i], &g_tw[to][side][i]), 0);
+            g_tw[from][side][i] = (twin){-1, -1, 0}; /* a stale target shows */
+            g_twb[side][i] = to;
+        }
+        break;
     default:
         break;
     }
@@ -238,6 +257,15 @@ static void tw_compare(int f)
     for (int i = 0; i < g_nsl; i++) {
         if (!g_sl[i].alive)
             continue;
+        for (int side = 0; side < 2; side++) {
+            const twin *t = &g_tw[g_twb[side][i]][side][i];
+            if (g_tw_sit[side])
+                CHECK(t->slot && tk_tick_id_at(W, t->slot - 1) == g_tid[side][i],
+                      "frame %d slot %d side %d: the target holds slot + 1 = %u", f, i, side,
+                      t->slot);
+            else
+                CHECK(t->slot == 0, "frame %d slot %d side %d: a slot written", f, i, side);
+        }
         tk_tick_info x, y;
         CHECK(tk_tick_get(W, g_tid[0][i], &x) == 0, "slot %d", i);
         CHECK(tk_tick_get(W, g_tid[1][i], &y) == 0, "slot %d", i);
@@ -257,12 +285,14 @@ static void tw_compare(int f)
 /*
  * Seeded scenarios: functions of every kind (intervals with different
  * phases, prerequisites, batch = false, even_when_paused, custom dilation,
- * high priority, disabled) registered in waves, changed between frames, with
- * pause frames, world steps and dilation changes.  Each function exists
- * twice: in a class with a batch form and in one without.  Every frame both
- * sides must run the same functions in the same groups and order with the
- * same dt, and keep the same counters; due interval functions must really
- * have come in batches.
+ * high priority, disabled) registered in waves, changed between frames
+ * (targets moved too), with pause frames, world steps and dilation changes.
+ * Each function exists twice: in a class with a batch form and in one
+ * without.  Every frame both sides must run the same functions in the same
+ * groups and order with the same dt, and keep the same counters; due
+ * interval functions must really have come in batches.  In a third of the
+ * scenarios the class without a batch form keeps its functions' slots in
+ * its targets (lanes without ids), in another third the batched one.
  */
 START_TEST(lanes_due_sets_batched_like_one_by_one)
 {
@@ -271,12 +301,20 @@ START_TEST(lanes_due_sets_batched_like_one_by_one)
     tk_tick_class_desc o = {"twin_one", tw_tick, NULL, false};
     ck_assert_int_eq(tk_tick_class_register(W, &b, &g_twcls[0]), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &o, &g_twcls[1]), 0);
+    for (int side = 0; side < 2; side++) {
+        g_tw_sit[side] = _i % 3 == 2 - side;
+        if (g_tw_sit[side])
+            ck_assert_int_eq(
+                tk_tick_class_slot_in_target(W, g_twcls[side], offsetof(twin, slot)), 0);
+    }
     rng_state = 0x9e3779b97f4a7c15ull * (uint64_t)(_i + 1);
     g_nsl = 0;
     g_iv_batched = 0;
     for (int i = 0; i < TW_N; i++)
-        for (int side = 0; side < 2; side++)
-            g_tw[side][i] = (twin){side, i};
+        for (int side = 0; side < 2; side++) {
+            g_tw[0][side][i] = g_tw[1][side][i] = (twin){side, i, 0};
+            g_twb[side][i] = 0;
+        }
     int mixed_frames = 0;
     for (int f = 0; f < 400; f++) {
         if (f < 40 && f % 8 == 0) /* waves: different phases */
@@ -903,6 +941,94 @@ START_TEST(lanes_compaction_over_frames_keeps_order)
 }
 END_TEST
 
+/* ---- classes whose targets hold their slot ----------------------------------------- */
+
+typedef struct slotted {
+    uint64_t pad;
+    uint32_t slot;    /* slot + 1, written by the scheduler */
+    int ticks;
+    tk_tick_id self;  /* ctx->self at the last tick         */
+} slotted;
+
+static void slotted_tick(void *target, float dt, tk_tick_ctx *ctx)
+{
+    slotted *o = target;
+    o->ticks++;
+    o->self = ctx->self;
+    (void)dt;
+}
+
+/*
+ * tk_tick_class_slot_in_target: checked (offset, state), the slot is written
+ * at registration and on a new target, NULL targets are refused, the id
+ * comes back from tk_tick_id_at (TK_TICK_NONE for a free slot), and the
+ * functions tick as any others.
+ */
+START_TEST(lanes_slot_in_target)
+{
+    setup_clock(1.0 / 60, false);
+    tk_tick_class_desc cd = {"slotted", slotted_tick, NULL, false};
+    tk_class_id k, k2;
+    ck_assert_int_eq(tk_tick_class_register(W, &cd, &k), 0);
+    ck_assert_int_eq(tk_tick_class_slot_in_target(W, k, 6), TK_EINVAL);
+    ck_assert_int_eq(tk_tick_class_slot_in_target(W, k, 65540), TK_EINVAL);
+    ck_assert_int_eq(tk_tick_class_slot_in_target(W, 999, 8), TK_EINVAL);
+    ck_assert_int_eq(tk_tick_class_slot_in_target(W, k, offsetof(slotted, slot)), 0);
+    static slotted objs[100], moved;
+    tk_tick_id ids[100];
+    tk_tick_desc d = {0};
+    d.cls = k;
+    tk_tick_spec_default(&d.spec);
+    d.target = NULL;
+    ck_assert_int_eq(tk_tick_register(W, &d, &ids[0]), TK_EINVAL);
+    for (int i = 0; i < 100; i++) {
+        d.target = &objs[i];
+        ck_assert_int_eq(tk_tick_register(W, &d, &ids[i]), 0);
+        ck_assert_uint_eq(objs[i].slot, (uint32_t)ids[i] + 1);
+        ck_assert_uint_eq(tk_tick_id_at(W, objs[i].slot - 1), ids[i]);
+    }
+    /* Used: too late to change. */
+    ck_assert_int_eq(tk_tick_class_slot_in_target(W, k, 0), TK_ESTATE);
+    frame();
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(objs[i].ticks, 1);
+    /* A new target gets the slot; NULL is refused and changes nothing. */
+    ck_assert_int_eq(tk_tick_set_target(W, ids[7], NULL), TK_EINVAL);
+    moved = objs[7];
+    moved.slot = 0;
+    ck_assert_int_eq(tk_tick_set_target(W, ids[7], &moved), 0);
+    ck_assert_uint_eq(moved.slot, (uint32_t)ids[7] + 1);
+    /* Unregister half (the lane compacts), the rest still tick. */
+    for (int i = 0; i < 100; i += 2)
+        ck_assert_int_eq(tk_tick_unregister(W, ids[i]), 0);
+    ck_assert_uint_eq(tk_tick_id_at(W, objs[0].slot - 1), TK_TICK_NONE);
+    ck_assert_uint_eq(tk_tick_id_at(W, 1u << 30), TK_TICK_NONE);
+    for (int f = 0; f < 5; f++)
+        frame();
+    for (int i = 1; i < 100; i += 2) {
+        const slotted *o = i == 7 ? &moved : &objs[i];
+        ck_assert_int_eq(o->ticks, 6);
+        tk_tick_info ti;
+        ck_assert_int_eq(tk_tick_get(W, ids[i], &ti), 0);
+        ck_assert_ptr_eq(ti.target, o);
+        ck_assert_uint_eq(ti.ticks, 6);
+    }
+    /* A function of another class keeps its id beside its target, and
+     * ctx->self names it. */
+    tk_tick_class_desc cd2 = {"plain", slotted_tick, NULL, false};
+    ck_assert_int_eq(tk_tick_class_register(W, &cd2, &k2), 0);
+    static slotted plain;
+    d.cls = k2;
+    d.target = &plain;
+    tk_tick_id pid;
+    ck_assert_int_eq(tk_tick_register(W, &d, &pid), 0);
+    frame();
+    ck_assert_uint_eq(plain.slot, 0);
+    ck_assert_uint_eq(plain.self, pid);
+    teardown();
+}
+END_TEST
+
 static Suite *lanes_suite(void)
 {
     Suite *s = suite_create("tick_lanes");
@@ -915,6 +1041,7 @@ static Suite *lanes_suite(void)
     tcase_add_test(tc, lanes_slow_tick_runs_then_named);
     tcase_add_test(tc, lanes_slow_tick_costly_class_batches_and_extras);
     tcase_add_test(tc, lanes_compaction_over_frames_keeps_order);
+    tcase_add_test(tc, lanes_slot_in_target);
     suite_add_tcase(s, tc);
     return s;
 }

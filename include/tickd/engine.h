@@ -117,6 +117,13 @@ typedef struct tk_frame_info {
     uint64_t carried_ns;    /* the part of work_ns done before start_ns (in
                                the wait hook, the previous post_frame):
                                start_ns + work_ns - carried_ns is the end  */
+    uint64_t cpu_ns;        /* CPU time of the frame thread (user + system:
+                               page faults count; tick workers' time is not
+                               in it) in steps 3-5 and in the previous
+                               post_frame hook; their wall time is work_ns
+                               minus what the wait hook added.  With one
+                               thread, the difference is time the thread was
+                               runnable but not running: the machine's     */
     uint64_t gap_ns;        /* start of this frame - start of the previous
                                (what a client sees; 0 for the first)      */
     uint64_t period_ns;     /* target period (0 = unlimited)               */

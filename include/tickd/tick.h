@@ -166,7 +166,10 @@ typedef uint16_t tk_class_id;
 /* What a tick function receives besides its target and dt. */
 typedef struct tk_tick_ctx {
     tk_world_t *world;
-    tk_tick_id self;     /* the function ticking; TK_TICK_NONE in a batch */
+    tk_tick_id self;     /* the function ticking; TK_TICK_NONE in a batch
+                            and, for a class with slot_in_target, possibly
+                            in a call of its own (its target has its slot:
+                            tk_tick_id_at)                                */
     uint64_t frame;      /* current frame number                          */
     tk_group group;      /* group it runs in (newly_spawned in the drain) */
     bool pause_frame;    /* running in a pause frame                      */
@@ -194,6 +197,19 @@ typedef struct tk_tick_class_desc {
 int tk_tick_class_register(tk_world_t *w, const tk_tick_class_desc *desc,
                            tk_class_id *out);
 int tk_tick_class_find(const tk_world_t *w, const char *name, tk_class_id *out);
+
+/*
+ * Optional, before any function of the class is registered (TK_ESTATE
+ * after): every target of the class holds, at `offset` bytes (a multiple of
+ * 4 up to 65536; TK_EINVAL otherwise), a uint32_t that the scheduler
+ * writes: its tick function's slot + 1 (tk_tick_id_at gives the id), set
+ * when the function is registered or given a new target.  The class's
+ * functions then cost 8 bytes less each (no id is kept beside the target),
+ * their targets may not be NULL, and ctx->self may be TK_TICK_NONE in their
+ * ticks.  The owner reads the field and must not change it while the
+ * function is registered (afterwards the scheduler no longer reads it).
+ */
+int tk_tick_class_slot_in_target(tk_world_t *w, tk_class_id cls, size_t offset);
 const char *tk_tick_class_name(const tk_world_t *w, tk_class_id cls);
 
 /* ---- registration ------------------------------------------------------ */
@@ -222,6 +238,11 @@ int tk_tick_unregister(tk_world_t *w, tk_tick_id id);
 
 /* True if `id` names a registered function. */
 bool tk_tick_alive(const tk_world_t *w, tk_tick_id id);
+
+/* The id of the function registered in slot `slot` (the low 32 bits of its
+ * id), TK_TICK_NONE if none: an owner that keeps its functions' slots (4
+ * bytes instead of 8) gets their ids back.  O(1). */
+tk_tick_id tk_tick_id_at(const tk_world_t *w, uint32_t slot);
 
 /* ---- changing a registered function ------------------------------------ */
 

@@ -119,6 +119,9 @@ static const tk_ctl_method_t methods[] = {
     {"events.subscribe", "topics",
      "receive event notifications on this connection (see --watch)"},
     {"events.unsubscribe", "[topics]", "stop receiving notifications"},
+    {"agones.allocate", "", "mark the Agones GameServer Allocated (answered when the SDK answers)"},
+    {"agones.reserve", "seconds",
+     "mark the Agones GameServer Reserved for seconds (0: until another change)"},
     {"rpc.discover", "", "OpenRPC document: every method, its params (types, ranges, enums)\n"
                          "      and its result"},
 };
@@ -135,7 +138,7 @@ const char *const tk__ctl_tick_fields[] = {
 
 /* Topics of events.subscribe, for --watch. */
 static const char *const topics[] = {"frame", "stats", "overrun", "slow_tick", "log",
-                                     "slow_request"};
+                                     "slow_request", "agones"};
 
 /* The command line, parsed. */
 typedef struct ctl_opts {
@@ -185,8 +188,8 @@ static void print_help(void)
            "       tickctl [OPTIONS] -\n"
            "       tickctl [OPTIONS] stats\n"
            "       tickctl [OPTIONS] --watch TOPIC[,TOPIC...]\n"
-           "       tickctl [-s PATH] top [-n N] [--once] [--rows R]\n"
-           "       tickctl [-s PATH] trace [--frames N] [-o FILE]\n"
+           "       tickctl [-s PATH | -w NAME] top [-n N] [--once] [--rows R]\n"
+           "       tickctl [-s PATH | -w NAME] trace [--frames N] [-o FILE]\n"
            "\n"
            "Send one JSON-RPC request to tickd over its control socket and print "
            "the\nresult as JSON on stdout.  A JSON array instead of METHOD is sent "
@@ -203,6 +206,9 @@ static void print_help(void)
            TK_SOCKPATH_ACTIVATED " if it\n"
            "                        exists (socket activation), else "
            TK_SOCKPATH_SYSTEM "\n"
+           "  -w, --world NAME      the socket of instance NAME (tickd@NAME.service):\n"
+           "                        $TICKD_RUNTIME_DIR/NAME.sock, default "
+           TK_RUNTIME_DIR "/NAME.sock\n"
            "      --watch TOPICS    subscribe to comma-separated event topics and "
            "print\n"
            "                        each notification as one JSON line until "
@@ -285,6 +291,7 @@ static void print_help(void)
            "  tickctl rpc.discover > tickd.openrpc.json\n"
            "  tickctl --watch stats\n"
            "  tickctl -s /tmp/tickd.sock --watch overrun,slow_tick\n"
+           "  tickctl -w alpha stats\n"
            "  tickctl '[{\"method\":\"world.trace\",\"params\":{\"frames\":2}},\n"
            "            {\"method\":\"world.step\",\"params\":{\"frames\":2}}]'\n"
            "  printf 'world.pause\\nentity.spawn class=counter count=10\\n' | "
@@ -312,15 +319,35 @@ static const char *bad_option(char *const argv[], bool missing_value)
 }
 
 /*
+ * The socket from --socket and --world (each NULL when absent): one of
+ * them, or the default order of sockpath.h.  Exits 2 when both are given
+ * or the world name is not one (tk__sockpath_world's message).
+ */
+static const char *ctl_socket(const char *socket_opt, const char *world_opt)
+{
+    static char path[512];
+    if (socket_opt && world_opt)
+        usage_error("--socket and --world exclude each other");
+    if (!world_opt)
+        return tk__sockpath_resolve(socket_opt);
+    char why[256];
+    if (tk__sockpath_world(world_opt, path, sizeof path, why, sizeof why) != 0)
+        usage_error("--world: %s", why);
+    return path;
+}
+
+/*
  * Parse argv into `o`.  Options may come before or after METHOD (getopt
  * permutes; "--" ends them).  Prints help/version and exits 0, or exits 2 on
  * a usage error; returns only with a complete, valid `o`.
  */
 static void parse_args(int argc, char *argv[], ctl_opts_t *o)
 {
+    enum { OPT_WATCH = 256 }; /* long options without a short form */
     static const struct option longopts[] = {
         {"socket", required_argument, NULL, 's'},
-        {"watch", required_argument, NULL, 'w'},
+        {"world", required_argument, NULL, 'w'},
+        {"watch", required_argument, NULL, OPT_WATCH},
         {"timeout", required_argument, NULL, 't'},
         {"compact", no_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
@@ -330,11 +357,11 @@ static void parse_args(int argc, char *argv[], ctl_opts_t *o)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    const char *socket_opt = NULL, *id_text = NULL;
+    const char *socket_opt = NULL, *world_opt = NULL, *id_text = NULL;
     memset(o, 0, sizeof *o);
     opterr = 0; /* our own one-line messages */
     int c;
-    while ((c = getopt_long(argc, argv, ":s:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:w:h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             if (!optarg[0])
@@ -342,6 +369,11 @@ static void parse_args(int argc, char *argv[], ctl_opts_t *o)
             socket_opt = optarg;
             break;
         case 'w':
+            if (!optarg[0])
+                usage_error("--world needs a name");
+            world_opt = optarg;
+            break;
+        case OPT_WATCH:
             o->watch = optarg;
             break;
         case 't': {
@@ -431,7 +463,7 @@ static void parse_args(int argc, char *argv[], ctl_opts_t *o)
         if (!o->id)
             tk__ctl_oom();
     }
-    o->socket = tk__sockpath_resolve(socket_opt);
+    o->socket = ctl_socket(socket_opt, world_opt);
 }
 
 /*
@@ -454,7 +486,7 @@ static json_t *parse_topics(const char *list)
             usage_error("--watch: empty topic in '%s'", list);
         if (k == sizeof topics / sizeof topics[0])
             usage_error("--watch: unknown topic '%.*s' (topics: frame, stats, "
-                        "overrun, slow_tick, log, slow_request)",
+                        "overrun, slow_tick, log, slow_request, agones)",
                         (int)n, p);
         for (size_t i = 0; i < json_array_size(arr); i++)
             if (strcmp(json_string_value(json_array_get(arr, i)), topics[k]) == 0)
@@ -756,7 +788,7 @@ int main(int argc, char *argv[])
     }
 
     /* Commands for people, with options of their own (top.c, trace.c). */
-    int sub = tk__ctl_subcommand(argc, argv, tk__sockpath_resolve);
+    int sub = tk__ctl_subcommand(argc, argv, ctl_socket);
     if (sub >= 0)
         return sub;
 

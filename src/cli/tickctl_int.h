@@ -321,9 +321,11 @@ int tk__ctl_run_script(const tk_ctl_session_t *s);
  * If argv names a command for people ("top", "trace"; after an optional
  * -s/--socket PATH), run it and return its exit status; else return -1 and
  * leave argv to the ordinary command line.  `resolve` turns the --socket
- * option (or NULL) into the socket path.
+ * and --world options (each NULL when absent) into the socket path (it
+ * exits 2 on a usage error).
  */
-int tk__ctl_subcommand(int argc, char *argv[], const char *(*resolve)(const char *));
+int tk__ctl_subcommand(int argc, char *argv[],
+                       const char *(*resolve)(const char *socket, const char *world));
 /* The commands; argv[0] is the command's name. */
 int tk__ctl_top_main(int argc, char *argv[], const char *socket);
 int tk__ctl_trace_main(int argc, char *argv[], const char *socket);

@@ -2,7 +2,7 @@
  * top.c - `tickctl top`, a live view of where tickd's frames go (like
  * top(1)), and the dispatch of tickctl's commands for people (top, trace).
  *
- *   tickctl [-s PATH] top [-n N] [--once] [--rows R]
+ *   tickctl [-s PATH | -w NAME] top [-n N] [--once] [--rows R]
  *
  * Every refresh runs a 1-second engine.profile (so a refresh takes about a
  * second and shows that second), then engine.stats, and draws one block:
@@ -114,9 +114,10 @@ int tk__ctl_open(tk_ctl_conn_t *c, const char *socket)
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-int tk__ctl_subcommand(int argc, char *argv[], const char *(*resolve)(const char *))
+int tk__ctl_subcommand(int argc, char *argv[],
+                       const char *(*resolve)(const char *socket, const char *world))
 {
-    const char *socket = NULL, *other = NULL;
+    const char *socket = NULL, *world = NULL, *other = NULL;
     int i = 1;
     /* Global options that may come before the command. */
     while (i < argc && argv[i][0] == '-') {
@@ -125,6 +126,12 @@ int tk__ctl_subcommand(int argc, char *argv[], const char *(*resolve)(const char
             i += 2;
         } else if (!strncmp(argv[i], "--socket=", 9)) {
             socket = argv[i] + 9;
+            i++;
+        } else if ((!strcmp(argv[i], "-w") || !strcmp(argv[i], "--world")) && i + 1 < argc) {
+            world = argv[i + 1];
+            i += 2;
+        } else if (!strncmp(argv[i], "--world=", 8)) {
+            world = argv[i] + 8;
             i++;
         } else if ((!strcmp(argv[i], "--timeout") || !strcmp(argv[i], "--id")) && i + 1 < argc) {
             other = argv[i];
@@ -145,19 +152,25 @@ int tk__ctl_subcommand(int argc, char *argv[], const char *(*resolve)(const char
         return TK_CTL_EXIT_USAGE;
     }
     bool top = !strcmp(argv[i], "top");
-    /* The command's own options; --socket is accepted among them too. */
+    /* The command's own options; --socket and --world are accepted among
+     * them too. */
     int n = argc - i;
     char **args = argv + i;
     for (int k = 1; k < n; k++) {
-        if ((!strcmp(args[k], "-s") || !strcmp(args[k], "--socket")) && k + 1 < n) {
-            socket = args[k + 1];
+        bool s = !strcmp(args[k], "-s") || !strcmp(args[k], "--socket");
+        bool w = !strcmp(args[k], "-w") || !strcmp(args[k], "--world");
+        if ((s || w) && k + 1 < n) {
+            if (s)
+                socket = args[k + 1];
+            else
+                world = args[k + 1];
             memmove(args + k, args + k + 2, (size_t)(n - k - 2) * sizeof *args);
             n -= 2;
             k--;
         }
     }
-    socket = resolve(socket && socket[0] ? socket : NULL);
-    return top ? tk__ctl_top_main(n, args, socket) : tk__ctl_trace_main(n, args, socket);
+    const char *path = resolve(socket && socket[0] ? socket : NULL, world);
+    return top ? tk__ctl_top_main(n, args, path) : tk__ctl_trace_main(n, args, path);
 }
 
 /* ---- top ------------------------------------------------------------------ */
@@ -186,7 +199,7 @@ static int usage(const char *fmt, const char *arg)
 {
     fputs("tickctl top: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputs("\nusage: tickctl [-s PATH] top [-n N] [--once] [--rows R]\n", stderr);
+    fputs("\nusage: tickctl [-s PATH | -w NAME] top [-n N] [--once] [--rows R]\n", stderr);
     return TK_CTL_EXIT_USAGE;
 }
 
@@ -285,7 +298,7 @@ int tk__ctl_top_main(int argc, char *argv[], const char *socket)
             if (!parse_count(i + 1 < argc ? argv[++i] : NULL, 10000, &rows))
                 return usage("--rows needs a count >= 1, got '%s'", i < argc ? argv[i] : "");
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: tickctl [-s PATH] top [-n N] [--once] [--rows R]\n"
+            printf("usage: tickctl [-s PATH | -w NAME] top [-n N] [--once] [--rows R]\n"
                    "A live view of tickd: TPS, MSPT and the costliest classes, refreshed\n"
                    "every second from a 1 s engine.profile.  -n N: N refreshes, then exit;\n"
                    "--once: one; --rows R: class rows shown (default: what fits).\n");

@@ -2,7 +2,7 @@
  * trace.c - `tickctl trace`: world.trace as a Chrome Trace Event Format file,
  * which Perfetto (ui.perfetto.dev) and chrome://tracing open.
  *
- *   tickctl [-s PATH] trace [--frames N] [-o FILE]
+ *   tickctl [-s PATH | -w NAME] trace [--frames N] [-o FILE]
  *
  * The file is one JSON object {"traceEvents": [...], "displayTimeUnit": "ms",
  * "otherData": {...}}.  Every span is a complete event (ph "X") with ts and
@@ -219,7 +219,7 @@ static int usage(const char *fmt, const char *arg)
 {
     fputs("tickctl trace: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputs("\nusage: tickctl [-s PATH] trace [--frames N] [-o FILE]\n", stderr);
+    fputs("\nusage: tickctl [-s PATH | -w NAME] trace [--frames N] [-o FILE]\n", stderr);
     return TK_CTL_EXIT_USAGE;
 }
 
@@ -240,7 +240,7 @@ int tk__ctl_trace_main(int argc, char *argv[], const char *socket)
                 return usage("%s needs a file name", argv[i]);
             out = argv[++i];
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: tickctl [-s PATH] trace [--frames N] [-o FILE]\n"
+            printf("usage: tickctl [-s PATH | -w NAME] trace [--frames N] [-o FILE]\n"
                    "Trace the next N frames (world.trace, default 1) and write them in\n"
                    "Chrome Trace Event Format to FILE (default stdout), for Perfetto\n"
                    "(ui.perfetto.dev) or chrome://tracing.\n");

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "pool_int.h"
 #include "ticker_int.h"
@@ -68,10 +69,20 @@ struct tk_engine {
                                 tk_engine_stats.behind_s)                  */
     uint64_t carry_ns[2];    /* work of the wait hook / last post_frame, by
                                 tk_work_kind, for the next frame           */
+    uint64_t carry_cpu_ns;   /* CPU time of the last post_frame            */
     uint64_t gap_max[GAP_RING]; /* largest frame gap per second ...       */
     uint64_t gap_sec[GAP_RING]; /* ... and the second (start_ns / 1e9) + 1 */
     tk_frame_info last;
 };
+
+/* CPU time of the calling thread (ns; a system call, two per frame). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * TK_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t default_clock(void *ud)
 {
@@ -304,6 +315,7 @@ int tk_engine_frame(tk_engine_t *e)
         e->dropped_ns = 0;
     }
     e->last_start_ns = start;
+    uint64_t cpu0 = thread_cpu_ns();
 
     /* 3. Deferred commands. */
     uint64_t t_req = start;
@@ -321,6 +333,7 @@ int tk_engine_frame(tk_engine_t *e)
     tk__ticker_tick(e->ticker, tk_ns_to_s(raw));
 
     uint64_t end = e->clock(e->clock_ud);
+    uint64_t cpu1 = thread_cpu_ns();
     tk_frame_info *f = &e->last;
     f->frame = e->world->frame;
     f->start_ns = start;
@@ -333,6 +346,8 @@ int tk_engine_frame(tk_engine_t *e)
     f->work_ns = f->requests_ns + f->world_ns + f->ticker_ns + f->other_ns;
     f->carried_ns = e->carry_ns[TK_WORK_REQUESTS] + e->carry_ns[TK_WORK_OTHER];
     e->carry_ns[TK_WORK_REQUESTS] = e->carry_ns[TK_WORK_OTHER] = 0;
+    f->cpu_ns = (cpu1 - cpu0) + e->carry_cpu_ns;
+    e->carry_cpu_ns = 0;
     f->gap_ns = gap;
     record_gap(e, start, gap);
     f->wait_ns = start - wait_start;
@@ -346,6 +361,7 @@ int tk_engine_frame(tk_engine_t *e)
     if (e->post_frame) {
         e->post_frame(e->hook_ud, e, f);
         e->carry_ns[TK_WORK_OTHER] += e->clock(e->clock_ud) - end;
+        e->carry_cpu_ns = thread_cpu_ns() - cpu1;
     }
 
     tk__world_end_frame(e->world);

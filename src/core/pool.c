@@ -154,7 +154,7 @@ static void *worker_main(void *arg)
 
 tk__pool *tk__pool_new(unsigned threads)
 {
-    TK_ASSERT(threads >= 2 && threads <= TK_POOL_MAX_THREADS);
+    TK_ASSERT(threads >= 2 && threads <= TK_ENGINE_MAX_THREADS);
     tk__pool *p = tk_calloc(1, sizeof *p);
     p->threads = 1;
     p->tids = tk_calloc(threads - 1, sizeof *p->tids);

@@ -7,13 +7,15 @@
  * prerequisites, walks a sorted cooldown list and re-sorts the functions it
  * rescheduled.  tickd keeps the result of that work between frames.
  *
- * Records.  A registered function is a 40-byte record in a slab (`rec`),
- * named by slot index + generation.  Rare attributes (interval, custom
- * dilation, prerequisites and dependents, materialized counters, per-frame
- * marks) live in an `ext` record that only unusual functions have.
+ * Records.  A registered function is a 24-byte record in a slab (`rec`),
+ * named by slot index + generation (the low 32 bits of its registration
+ * number).  Rare attributes (interval, custom dilation, prerequisites and
+ * dependents, materialized counters, per-frame marks) live in an `ext`
+ * record that only unusual functions have.
  *
  * Lanes.  Every registered function sits in exactly one lane: a dense array
- * of targets and ids (plus four bitmaps, see `lane`) for one (actual start
+ * of targets and ids (plus four bitmaps, see `lane`; a class whose targets
+ * hold their function's slot has no id array: 8 bytes a function) for one (actual start
  * group, priority band, prerequisite depth, class), in registration order.
  * A group runs its lanes in (band, depth, class) order, which is the order
  * tick.h promises.  Bit `act` says the entry ticks this frame; bit `spec`
@@ -144,23 +146,40 @@ enum {
     RF_LOWBAND = 1u << 7,   /* high priority yielded to a prerequisite      */
 };
 
+/*
+ * 24 bytes, read through the rec_* accessors below:
+ *   - its registration number (52 bits: rec_seq) and level slot (12 bits:
+ *     levels alive at once are at most TK_LEVEL_MAX = 4096, so their slots
+ *     are below 4096) share a word;
+ *   - its generation is the low 32 bits of its registration number
+ *     (rec_gen): never 0, and different for every registration, so a stale
+ *     id never names the function registered in its slot after it (until
+ *     2^32 registrations later);
+ *   - its class is its lane's (every function sits in one lane: rec_cls);
+ *   - one word names its ext record (REC_EXT set) or, without one, its
+ *     cohort (0 = neither); a function with an ext record keeps its cohort
+ *     there (rec_ext, rec_cohort, set_cohort).
+ */
+#define REC_SEQ_BITS 52
+#define REC_LEVEL_BITS 12
+#define REC_EXT 0x80000000u
+_Static_assert(TK_LEVEL_MAX <= (1 << REC_LEVEL_BITS), "level slots fit in a record");
+
 typedef struct rec {
-    uint64_t seq;      /* registration order                              */
-    uint32_t gen;      /* generation of the slot                          */
-    uint32_t ext;      /* ext record, 0 = none                            */
+    uint64_t sl;       /* registration number << 12 | level slot index    */
+    uint32_t cx;       /* REC_EXT | ext record, or cohort; 0 = neither    */
     uint32_t lane;     /* lane it sits in                                 */
     uint32_t pos;      /* position in the lane; next free slot when free  */
-    uint32_t cohort;   /* counters derived from the lane, 0 = not derived */
-    uint16_t level;    /* level slot index                                */
-    uint16_t cls;      /* class                                           */
     uint8_t grp;       /* configured group | end group << 4               */
     uint8_t act;       /* actual start group | actual end group << 4      */
     uint8_t state;     /* tk_tick_state or RS_FREE                        */
     uint8_t flags;     /* RF_*                                            */
 } rec;
+_Static_assert(sizeof(rec) == 24, "rec is 24 bytes");
 
 typedef struct ext {
     uint32_t rec;          /* owner slot; NONE32 when free (next free in wnode) */
+    uint32_t cohort;       /* the owner's cohort (see rec), 0 = not derived     */
     uint32_t wnode;        /* node in a wheel while cooling down on its own,
                               else NONE32                                       */
     uint32_t dset;         /* due set it cools down in, 0 = none                */
@@ -214,7 +233,11 @@ typedef struct lane {
     uint16_t cls;
     uint32_t depth;
     void **targets;
-    uint64_t *ids;         /* tick id of each entry, 0 = dead entry             */
+    uint64_t *ids;         /* tick id of each entry, 0 = dead entry; NULL in a
+                              lane of a class whose targets hold their slot
+                              (`sof`): there a dead entry's target is NULL   */
+    uint32_t sof;          /* with ids NULL: offset of the slot + 1 (a uint32_t)
+                              in each target                                   */
     uint64_t *act, *spec, *ivl, *solo; /* bitmaps, see above                      */
     uint32_t n, cap, n_dead;
     uint32_t sorted_n;     /* entries [0, sorted_n) are in registration order   */
@@ -302,13 +325,16 @@ typedef struct tclass {
     char name[64];
     tk_tick_fn fn;
     tk_tick_batch_fn fn_batch;
+    bool slot_in_target;   /* tk_tick_class_slot_in_target                */
+    uint32_t slot_offset;  /* bytes                                       */
+    bool used;             /* a function of it was registered             */
     bool thread_safe;      /* its functions are parallel work              */
 } tclass;
 
 /* An entry of a group's extras list: a function queued this frame. */
 typedef struct xent {
-    uint64_t seq;
-    uint32_t idx, gen;
+    uint64_t seq;          /* registration number: the function still is idx's */
+    uint32_t idx;
     uint32_t depth;
     uint16_t cls;
     uint8_t band;
@@ -563,6 +589,14 @@ static inline void bit_put(uint64_t *b, uint32_t i, bool v)
 static inline struct tk__ticks *T_of(const tk_world_t *w) { return w->ticks; }
 static inline uint64_t fmark(const tk_world_t *w) { return w->frame + 1; }
 
+static inline uint64_t rec_seq(const rec *r) { return r->sl >> REC_LEVEL_BITS; }
+static inline uint16_t rec_level(const rec *r)
+{
+    return (uint16_t)(r->sl & ((1u << REC_LEVEL_BITS) - 1));
+}
+static inline uint32_t rec_gen(const rec *r) { return (uint32_t)rec_seq(r); }
+static inline uint32_t rec_ext(const rec *r) { return (r->cx & REC_EXT) ? r->cx & ~REC_EXT : 0; }
+
 static rec *live_rec(const tk_world_t *w, tk_tick_id id)
 {
     struct tk__ticks *T = T_of(w);
@@ -570,7 +604,7 @@ static rec *live_rec(const tk_world_t *w, tk_tick_id id)
     if (id == TK_TICK_NONE || s >= T->n_recs)
         return NULL;
     rec *r = &T->recs[s];
-    if (r->state == RS_FREE || r->gen != id_gen(id))
+    if (r->state == RS_FREE || rec_gen(r) != id_gen(id))
         return NULL;
     return r;
 }
@@ -582,18 +616,71 @@ static inline uint32_t slot_of(const struct tk__ticks *T, const rec *r)
 
 static inline tk_tick_id id_of(const struct tk__ticks *T, const rec *r)
 {
-    return make_id(slot_of(T, r), r->gen);
+    return make_id(slot_of(T, r), rec_gen(r));
+}
+
+/* The class of a function: its lane's. */
+static inline uint16_t rec_cls(const struct tk__ticks *T, const rec *r)
+{
+    return T->lanes[r->lane].cls;
+}
+
+/* Entry i of lane L: its function's slot + 1, 0 for a dead entry (from the
+ * id array, or from the target in a lane without one), and its id. */
+static inline uint32_t lane_slot1(const lane *L, uint32_t i)
+{
+    if (L->ids)
+        return L->ids[i] ? (uint32_t)L->ids[i] + 1 : 0;
+    const unsigned char *t = L->targets[i];
+    if (!t)
+        return 0;
+    uint32_t e;
+    memcpy(&e, t + L->sof, sizeof e);
+    return e;
+}
+
+static inline rec *lane_rec(const struct tk__ticks *T, const lane *L, uint32_t i)
+{
+    return &T->recs[lane_slot1(L, i) - 1];
+}
+
+static inline tk_tick_id lane_id(const struct tk__ticks *T, const lane *L, uint32_t i)
+{
+    if (L->ids)
+        return L->ids[i];
+    uint32_t e = lane_slot1(L, i);
+    return e ? make_id(e - 1, rec_gen(&T->recs[e - 1])) : TK_TICK_NONE;
+}
+
+/* Write a function's slot into its target (a class with slot_in_target). */
+static inline void target_put_slot(const lane *L, void *target, uint32_t slot)
+{
+    uint32_t e = slot + 1;
+    memcpy((unsigned char *)target + L->sof, &e, sizeof e);
 }
 
 static inline ext *ext_of(const struct tk__ticks *T, const rec *r)
 {
-    return r->ext ? &T->exts[r->ext] : NULL;
+    return (r->cx & REC_EXT) ? &T->exts[r->cx & ~REC_EXT] : NULL;
+}
+
+static inline uint32_t rec_cohort(const struct tk__ticks *T, const rec *r)
+{
+    return (r->cx & REC_EXT) ? T->exts[r->cx & ~REC_EXT].cohort : r->cx;
+}
+
+static inline void set_cohort(struct tk__ticks *T, rec *r, uint32_t c)
+{
+    if (r->cx & REC_EXT)
+        T->exts[r->cx & ~REC_EXT].cohort = c;
+    else
+        r->cx = c;
 }
 
 static ext *ensure_ext(struct tk__ticks *T, rec *r)
 {
-    if (r->ext)
-        return &T->exts[r->ext];
+    if (r->cx & REC_EXT)
+        return &T->exts[r->cx & ~REC_EXT];
     uint32_t e;
     if (T->ext_free) {
         e = T->ext_free;
@@ -610,33 +697,39 @@ static ext *ensure_ext(struct tk__ticks *T, rec *r)
     x->wnode = NONE32;
     x->dilation = 1.0f;
     x->last_iv_ns = -1;
-    r->ext = e;
+    x->cohort = r->cx; /* no ext record: cx is its cohort */
+    TK_ASSERT(e < REC_EXT);
+    r->cx = e | REC_EXT;
     return x;
 }
 
 static void free_ext(struct tk__ticks *T, rec *r)
 {
-    if (!r->ext)
+    uint32_t e = rec_ext(r);
+    if (!e)
         return;
-    ext *x = &T->exts[r->ext];
+    ext *x = &T->exts[e];
+    uint32_t coh = x->cohort;
     tk_free(x->pre);
     tk_free(x->pre_cycle);
     tk_free(x->dep);
     memset(x, 0, sizeof *x);
     x->rec = NONE32;
     x->wnode = T->ext_free;
-    T->ext_free = r->ext;
-    r->ext = 0;
+    T->ext_free = e;
+    r->cx = coh;
 }
 
 static inline uint64_t iv_of(const struct tk__ticks *T, const rec *r)
 {
-    return r->ext ? T->exts[r->ext].interval_ns : 0;
+    const ext *x = ext_of(T, r);
+    return x ? x->interval_ns : 0;
 }
 
 static inline float dil_of(const struct tk__ticks *T, const rec *r)
 {
-    return r->ext ? T->exts[r->ext].dilation : 1.0f;
+    const ext *x = ext_of(T, r);
+    return x ? x->dilation : 1.0f;
 }
 
 static inline bool has_graph(const struct tk__ticks *T, const rec *r)
@@ -652,10 +745,10 @@ static void describe(const tk_world_t *w, const rec *r, char *buf, size_t len)
     const lane *L = &T->lanes[r->lane];
     void *target = L->targets[r->pos];
     if (T->namer) {
-        T->namer(T->namer_ud, make_id(s, r->gen), target, buf, len);
+        T->namer(T->namer_ud, make_id(s, rec_gen(r)), target, buf, len);
         return;
     }
-    snprintf(buf, len, "tick %u:%u [%s]", s, r->gen, T->classes[r->cls].name);
+    snprintf(buf, len, "tick %u:%u [%s]", s, rec_gen(r), T->classes[L->cls].name);
 }
 
 /* ---- lanes --------------------------------------------------------------- */
@@ -736,6 +829,7 @@ static uint32_t lane_get(struct tk__ticks *T, int group, int band, uint32_t dept
     L->band = (uint8_t)band;
     L->depth = depth;
     L->cls = cls;
+    L->sof = T->classes[cls].slot_in_target ? T->classes[cls].slot_offset : NONE32;
     if ((T->n_lanes - 1) * 2 >= T->lane_hash_cap) {
         tk_free(T->lane_hash);
         T->lane_hash_cap = T->lane_hash_cap ? T->lane_hash_cap * 2 : 64;
@@ -774,7 +868,8 @@ static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
     if (L->n == L->cap) {
         uint32_t cap = L->cap ? L->cap * 2 : 64;
         L->targets = tk_realloc(L->targets, cap * sizeof *L->targets);
-        L->ids = tk_realloc(L->ids, cap * sizeof *L->ids);
+        if (L->sof == NONE32)
+            L->ids = tk_realloc(L->ids, cap * sizeof *L->ids);
         uint64_t **bm[] = {&L->act, &L->spec, &L->ivl, &L->solo};
         for (size_t k = 0; k < TK_ARRAY_LEN(bm); k++) {
             *bm[k] = tk_realloc(*bm[k], (cap / 64) * sizeof **bm[k]);
@@ -784,32 +879,36 @@ static void lane_append(struct tk__ticks *T, uint32_t lid, rec *r, void *target)
     }
     uint32_t p = L->n++;
     L->targets[p] = target;
-    L->ids[p] = id_of(T, r);
+    if (L->ids)
+        L->ids[p] = id_of(T, r);
+    else
+        target_put_slot(L, target, slot_of(T, r));
     bit_clr(L->act, p);
     bit_set(L->spec, p);
     bit_clr(L->ivl, p);
     bit_put(L->solo, p, !(r->flags & RF_BATCH));
-    if (p == L->sorted_n && r->seq > L->last_seq)
+    if (p == L->sorted_n && rec_seq(r) > L->last_seq)
         L->sorted_n = p + 1;
     else
         lane_mark_dirty(T, lid);
-    if (r->seq > L->last_seq)
-        L->last_seq = r->seq;
+    if (rec_seq(r) > L->last_seq)
+        L->last_seq = rec_seq(r);
     r->lane = lid;
     r->pos = p;
     if (r->flags & RF_ANYTHREAD)
         L->n_any++;
     if (!L->lvl_mixed) {
-        L->level = r->level;
+        L->level = rec_level(r);
         L->lvl_mixed = 1;
-    } else if (L->level != r->level) {
+    } else if (L->level != rec_level(r)) {
         L->lvl_mixed = 2;
     }
 }
 
 static inline void entry_clear(lane *L, uint32_t p)
 {
-    L->ids[p] = 0;
+    if (L->ids)
+        L->ids[p] = 0;
     L->targets[p] = NULL;
     bit_clr(L->act, p);
     bit_clr(L->spec, p);
@@ -820,14 +919,16 @@ static inline void entry_clear(lane *L, uint32_t p)
 /* Move entry `from` to the free place `to` (its record follows). */
 static inline void entry_move(struct tk__ticks *T, lane *L, uint32_t from, uint32_t to)
 {
-    L->ids[to] = L->ids[from];
+    if (L->ids)
+        L->ids[to] = L->ids[from];
     L->targets[to] = L->targets[from];
     bit_put(L->act, to, bit_get(L->act, from));
     bit_put(L->spec, to, bit_get(L->spec, from));
     bit_put(L->ivl, to, bit_get(L->ivl, from));
     bit_put(L->solo, to, bit_get(L->solo, from));
-    if (L->ids[to])
-        T->recs[id_slot(L->ids[to])].pos = to;
+    uint32_t e = lane_slot1(L, to);
+    if (e)
+        T->recs[e - 1].pos = to;
 }
 
 /* Turn a lane entry into a dead one. */
@@ -872,11 +973,11 @@ static void lane_merge_tail(struct tk__ticks *T, uint32_t lid)
     size_t n_tail = 0;
     lent *tail = tk_malloc((n_old - from) * sizeof *tail);
     for (uint32_t i = from; i < n_old; i++) {
-        if (!L->ids[i]) {
+        if (!lane_slot1(L, i)) {
             L->n_dead--;
             continue;
         }
-        tail[n_tail++] = (lent){T->recs[id_slot(L->ids[i])].seq, L->ids[i], L->targets[i],
+        tail[n_tail++] = (lent){rec_seq(lane_rec(T, L, i)), lane_id(T, L, i), L->targets[i],
                                 (uint8_t)(bit_get(L->act, i) | bit_get(L->spec, i) << 1 |
                                           bit_get(L->ivl, i) << 2 | bit_get(L->solo, i) << 3)};
     }
@@ -893,14 +994,16 @@ static void lane_merge_tail(struct tk__ticks *T, uint32_t lid)
     int64_t moved_to = -1;
     int64_t i = (int64_t)from - 1, j = (int64_t)n_tail - 1, k = (int64_t)total - 1;
     while (j >= 0) {
-        if (i >= 0 && (!L->ids[i] || T->recs[id_slot(L->ids[i])].seq > tail[j].seq)) {
+        if (i >= 0 && (!lane_slot1(L, (uint32_t)i) ||
+                       rec_seq(lane_rec(T, L, (uint32_t)i)) > tail[j].seq)) {
             if (comp && i == (int64_t)track)
                 moved_to = k;
             entry_move(T, L, (uint32_t)i, (uint32_t)k);
             i--;
         } else {
             uint32_t q = (uint32_t)k;
-            L->ids[q] = tail[j].id;
+            if (L->ids)
+                L->ids[q] = tail[j].id;
             L->targets[q] = tail[j].target;
             bit_put(L->act, q, tail[j].bits & 1);
             bit_put(L->spec, q, (tail[j].bits >> 1) & 1);
@@ -951,7 +1054,7 @@ static uint32_t lane_compact_step(struct tk__ticks *T, uint32_t lid, uint32_t bu
     uint32_t spent = 0, i = L->cr;
     bool moved = false;
     for (; i < L->n && spent < budget; i++) {
-        if (!L->ids[i]) {
+        if (!lane_slot1(L, i)) {
             L->n_dead--;
             spent++;
             continue;
@@ -1029,8 +1132,9 @@ static int64_t last_iv_of(const tk_world_t *w, const rec *r)
 static void get_counters(const tk_world_t *w, const rec *r, counters *c)
 {
     const struct tk__ticks *T = T_of(w);
-    if (r->cohort) {
-        const cohort *C = &T->cohorts[r->cohort];
+    uint32_t coh = rec_cohort(T, r);
+    if (coh) {
+        const cohort *C = &T->cohorts[coh];
         uint64_t runs, lf;
         double laccum;
         float ld;
@@ -1088,7 +1192,7 @@ static void cohort_release(struct tk__ticks *T, uint32_t id)
 static void join_derived(tk_world_t *w, rec *r, uint32_t src)
 {
     struct tk__ticks *T = T_of(w);
-    TK_ASSERT(!r->cohort);
+    TK_ASSERT(!rec_cohort(T, r));
     counters c;
     get_counters(w, r, &c);
     uint64_t runs;
@@ -1111,7 +1215,7 @@ static void join_derived(tk_world_t *w, rec *r, uint32_t src)
             C->ticks0 == c.ticks && C->accum0 == c.accum && C->last_frame0 == c.last_frame &&
             C->last_dt0 == c.last_dt) {
             C->refs++;
-            r->cohort = id;
+            set_cohort(T, r, id);
             goto done;
         }
     }
@@ -1128,7 +1232,7 @@ static void join_derived(tk_world_t *w, rec *r, uint32_t src)
     T->cohorts[id] = (cohort){.src = src, .refs = 1, .runs0 = runs, .laccum0 = sacc,
                               .ticks0 = c.ticks, .accum0 = c.accum, .last_frame0 = c.last_frame,
                               .last_dt0 = c.last_dt};
-    r->cohort = id;
+    set_cohort(T, r, id);
     for (size_t probe = 0; probe < 4; probe++) {
         size_t s = (h + probe) & 63;
         uint32_t old = T->coh_cache[s];
@@ -1138,8 +1242,8 @@ static void join_derived(tk_world_t *w, rec *r, uint32_t src)
         }
     }
 done:
-    if (r->ext) {
-        ext *x = &T->exts[r->ext];
+    if (r->cx & REC_EXT) {
+        ext *x = &T->exts[rec_ext(r)];
         x->ticks = 0;
         x->last_frame = 0;
         x->accum = 0;
@@ -1267,7 +1371,7 @@ static void dset_remove(tk_world_t *w, rec *r, bool keep_cooling)
     if (x->dmi != last) {
         uint32_t moved = D->slots[last];
         D->slots[x->dmi] = moved;
-        T->exts[T->recs[moved].ext].dmi = x->dmi;
+        T->exts[rec_ext(&T->recs[moved])].dmi = x->dmi;
     }
     if (dset_cache_ok(T, D)) {
         uint32_t wd = r->pos >> 6, lo = 0, hi = D->nw;
@@ -1300,12 +1404,13 @@ static void materialize(tk_world_t *w, rec *r)
 {
     T_of(w)->mut++;
     struct tk__ticks *T = T_of(w);
-    if (!r->cohort)
+    uint32_t coh = rec_cohort(T, r);
+    if (!coh)
         return;
     counters c;
     get_counters(w, r, &c);
-    cohort_release(T, r->cohort);
-    r->cohort = 0;
+    cohort_release(T, coh);
+    set_cohort(T, r, 0);
     bit_set(T->lanes[r->lane].spec, r->pos);
     ext *x = ensure_ext(T, r);
     x->ticks = c.ticks;
@@ -1419,7 +1524,7 @@ static void dset_unfire(tk_world_t *w, uint32_t id)
 static inline float member_dt(const struct tk__ticks *T, uint64_t id)
 {
     const rec *r = &T->recs[id_slot(id)];
-    return T->dsets[T->exts[r->ext].dset].dt;
+    return T->dsets[T->exts[rec_ext(r)].dset].dt;
 }
 
 /* ---- grouping map --------------------------------------------------------------- */
@@ -1663,6 +1768,24 @@ int tk_tick_class_register(tk_world_t *w, const tk_tick_class_desc *d, tk_class_
     return 0;
 }
 
+int tk_tick_class_slot_in_target(tk_world_t *w, tk_class_id cls, size_t offset)
+{
+    if (!w)
+        return TK_EINVAL;
+    struct tk__ticks *T = T_of(w);
+    if (cls >= T->n_classes)
+        return tk__world_error(w, TK_EINVAL, "class %u is not registered", (unsigned)cls);
+    tclass *c = &T->classes[cls];
+    if (offset > 65536 || offset % sizeof(uint32_t))
+        return tk__world_error(w, TK_EINVAL, "class '%s': the slot's offset must be a multiple "
+                               "of 4 up to 65536", c->name);
+    if (c->used)
+        return tk__world_error(w, TK_ESTATE, "class '%s' has had functions registered", c->name);
+    c->slot_in_target = true;
+    c->slot_offset = (uint32_t)offset;
+    return 0;
+}
+
 int tk_tick_class_find(const tk_world_t *w, const char *name, tk_class_id *out)
 {
     const struct tk__ticks *T = T_of(w);
@@ -1879,8 +2002,8 @@ static void pre_remove_at(struct tk__ticks *T, rec *r, uint32_t i)
     uint32_t j = e->di;
     edge_del(T, e);
     rec *p = &T->recs[ps];
-    if (p->ext)
-        dep_take(T, &T->exts[p->ext], ps, j);
+    if (p->cx & REC_EXT)
+        dep_take(T, &T->exts[rec_ext(p)], ps, j);
     pre_take(T, x, rs, i);
 }
 
@@ -1893,6 +2016,9 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     const char *why;
     if (d->cls >= T->n_classes)
         return tk__world_error(w, TK_EINVAL, "class %u is not registered", (unsigned)d->cls);
+    if (T->classes[d->cls].slot_in_target && !d->target)
+        return tk__world_error(w, TK_EINVAL, "class '%s' needs a target (its slot is in it)",
+                               T->classes[d->cls].name);
     tk__level *lv = tk__level_get(w, d->level);
     if (!lv)
         return tk__world_error(w, TK_ENOENT, "level does not exist");
@@ -1912,6 +2038,9 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     }
     if (T->free_head == NONE32 && T->n_recs >= 0xfffffffeu)
         return tk__world_error(w, TK_ELIMIT, "too many tick functions");
+    if (T->seq_next >= (1ull << REC_SEQ_BITS) - 1)
+        return tk__world_error(w, TK_ELIMIT,
+                               "this world has registered 2^52 tick functions in its life");
 
     uint32_t s;
     if (T->free_head != NONE32) {
@@ -1920,17 +2049,14 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     } else {
         TK_GROW(T->recs, T->cap_recs, T->n_recs + 1);
         s = (uint32_t)T->n_recs++;
-        T->recs[s].gen = 0;
     }
     rec *r = &T->recs[s];
-    uint32_t gen = r->gen + 1;
-    if (gen == 0)
-        gen = 1;
     memset(r, 0, sizeof *r);
-    r->gen = gen;
-    r->seq = T->seq_next++;
-    r->level = (uint16_t)(lv - w->levels);
-    r->cls = d->cls;
+    if ((uint32_t)T->seq_next == 0)
+        T->seq_next++; /* a generation is never 0 */
+    size_t lslot = (size_t)(lv - w->levels);
+    TK_ASSERT(lslot < (1u << REC_LEVEL_BITS));
+    r->sl = (T->seq_next++ << REC_LEVEL_BITS) | lslot;
     int end = d->spec.end_group == TK_GROUP_SAME ? (int)d->spec.group : (int)d->spec.end_group;
     r->grp = grp_pack(d->spec.group, end);
     r->act = grp_pack(d->spec.group, d->spec.group);
@@ -1950,6 +2076,7 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     lane_append(T, lane_get(T, d->spec.group, d->spec.high_priority ? 0 : 1, 0, d->cls), r,
                 d->target);
     lv->n_ticks++;
+    T->classes[d->cls].used = true;
     T->n_live++;
     if (r->state == TK_TICK_DISABLED)
         T->n_disabled++;
@@ -1960,11 +2087,19 @@ int tk_tick_register(tk_world_t *w, const tk_tick_desc *d, tk_tick_id *out)
     mark_dirty(T, r);
     if (r->state == TK_TICK_ENABLED && in_groups(w))
         add_newly(w, r);
-    *out = make_id(s, gen);
+    *out = make_id(s, rec_gen(r));
     return 0;
 }
 
 bool tk_tick_alive(const tk_world_t *w, tk_tick_id id) { return w && live_rec(w, id) != NULL; }
+
+tk_tick_id tk_tick_id_at(const tk_world_t *w, uint32_t slot)
+{
+    const struct tk__ticks *T = T_of(w);
+    if (slot >= T->n_recs || T->recs[slot].state == RS_FREE)
+        return TK_TICK_NONE;
+    return make_id(slot, rec_gen(&T->recs[slot]));
+}
 
 static void wheel_remove(struct tk__ticks *T, rec *r)
 {
@@ -2002,11 +2137,12 @@ static void unregister_rec(tk_world_t *w, rec *r)
 {
     struct tk__ticks *T = T_of(w);
     uint32_t s = slot_of(T, r);
-    if (r->cohort) {
-        cohort_release(T, r->cohort);
-        r->cohort = 0;
+    uint32_t coh = rec_cohort(T, r);
+    if (coh) {
+        cohort_release(T, coh);
+        set_cohort(T, r, 0);
     }
-    if (r->ext && T->exts[r->ext].dset)
+    if ((r->cx & REC_EXT) && T->exts[rec_ext(r)].dset)
         dset_remove(w, r, false);
     wheel_remove(T, r);
     lane_kill(T, r);
@@ -2027,13 +2163,13 @@ static void unregister_rec(tk_world_t *w, rec *r)
             TK_ASSERT(e);
             uint32_t k = e->pi;
             edge_del(T, e);
-            pre_take(T, &T->exts[T->recs[ds].ext], ds, k);
+            pre_take(T, &T->exts[rec_ext(&T->recs[ds])], ds, k);
             mark_dirty(T, &T->recs[ds]);
         }
         x->n_dep = 0;
         free_ext(T, r);
     }
-    w->levels[r->level].n_ticks--;
+    w->levels[rec_level(r)].n_ticks--;
     T->n_live--;
     if (r->state == TK_TICK_DISABLED)
         T->n_disabled--;
@@ -2078,7 +2214,7 @@ void tk__ticks_remove_level(tk_world_t *w, tk_level_id level)
     uint16_t li = (uint16_t)(level & 0xffffu);
     for (size_t i = 0; i < T->n_recs && w->levels[li].n_ticks; i++) {
         rec *r = &T->recs[i];
-        if (r->state != RS_FREE && r->level == li)
+        if (r->state != RS_FREE && rec_level(r) == li)
             unregister_rec(w, r);
     }
     if (T->phase == PH_IDLE)
@@ -2093,8 +2229,8 @@ static void set_enabled(tk_world_t *w, rec *r, bool en)
     struct tk__ticks *T = T_of(w);
     bool is_en = r->state != TK_TICK_DISABLED;
     if (en == is_en) {
-        if (!en && r->ext)
-            T->exts[r->ext].last_iv_ns = -1;
+        if (!en && (r->cx & REC_EXT))
+            T->exts[rec_ext(r)].last_iv_ns = -1;
         return;
     }
     uint64_t F = fmark(w);
@@ -2256,7 +2392,14 @@ int tk_tick_set_target(tk_world_t *w, tk_tick_id id, void *target)
     rec *r = live_rec(w, id);
     if (!r)
         return tk__world_error(w, TK_ENOENT, "no such tick function");
-    T_of(w)->lanes[r->lane].targets[r->pos] = target;
+    lane *L = &T_of(w)->lanes[r->lane];
+    if (!L->ids) {
+        if (!target)
+            return tk__world_error(w, TK_EINVAL, "class '%s' needs a target (its slot is in it)",
+                                   T_of(w)->classes[L->cls].name);
+        target_put_slot(L, target, slot_of(T_of(w), r));
+    }
+    L->targets[r->pos] = target;
     return 0;
 }
 
@@ -2313,8 +2456,8 @@ int tk_tick_get(const tk_world_t *w, tk_tick_id id, tk_tick_info *out)
     const ext *x = ext_of(T, r);
     memset(out, 0, sizeof *out);
     out->id = id;
-    out->cls = r->cls;
-    out->level = ((tk_level_id)w->levels[r->level].gen << 16) | r->level;
+    out->cls = rec_cls(T, r);
+    out->level = ((tk_level_id)w->levels[rec_level(r)].gen << 16) | rec_level(r);
     out->target = T->lanes[r->lane].targets[r->pos];
     out->spec.group = grp_of(r->grp);
     out->spec.end_group = grp_end(r->grp);
@@ -2373,7 +2516,7 @@ bool tk_tick_next(const tk_world_t *w, uint64_t *cursor, tk_tick_id *out)
     for (uint64_t i = *cursor; i < T->n_recs; i++) {
         const rec *r = &T->recs[i];
         if (r->state != RS_FREE) {
-            *out = make_id((uint32_t)i, r->gen);
+            *out = make_id((uint32_t)i, rec_gen(r));
             *cursor = i + 1;
             return true;
         }
@@ -2406,7 +2549,7 @@ static void check_invariants(const struct tk__ticks *T)
         if (L->compacting)
             TK_ASSERT(L->cw <= L->cr && L->cr <= L->n);
         for (uint32_t p = 0; p < L->n; p++) {
-            uint64_t id = L->ids[p];
+            uint64_t id = lane_id(T, L, p);
             bool in_hole = L->compacting && p >= L->cw && p < L->cr;
             if (in_hole)
                 TK_ASSERT(!id);
@@ -2417,7 +2560,7 @@ static void check_invariants(const struct tk__ticks *T)
                 continue;
             }
             const rec *r = &T->recs[id_slot(id)];
-            TK_ASSERT(r->state != RS_FREE && r->gen == id_gen(id));
+            TK_ASSERT(r->state != RS_FREE && rec_gen(r) == id_gen(id));
             TK_ASSERT(r->lane == l && r->pos == p);
             any += (r->flags & RF_ANYTHREAD) != 0;
             /* A section never allocates: what can tick alone has its ext. */
@@ -2428,14 +2571,15 @@ static void check_invariants(const struct tk__ticks *T)
                 const dset *D = &T->dsets[x->dset];
                 TK_ASSERT(D->lane == l && D->slots[x->dmi] == id_slot(id));
                 TK_ASSERT(bit_get(L->ivl, p) && !bit_get(L->spec, p));
-                TK_ASSERT(r->cohort && T->cohorts[r->cohort].src == (x->dset | COH_SET));
+                TK_ASSERT(rec_cohort(T, r) &&
+                          T->cohorts[rec_cohort(T, r)].src == (x->dset | COH_SET));
                 TK_ASSERT(x->wnode == NONE32 && r->state == TK_TICK_COOLING_DOWN);
                 members++;
             } else {
                 TK_ASSERT(!bit_get(L->ivl, p));
             }
             if (!bit_get(L->spec, p))
-                TK_ASSERT(r->cohort);
+                TK_ASSERT(rec_cohort(T, r));
             live_entries++;
         }
         TK_ASSERT(dead == L->n_dead);
@@ -2736,7 +2880,7 @@ static void place_finish(tk_world_t *w, const wframe *f, rec *r, uint32_t epoch)
         int pband = ((p->flags & RF_HIPRI) && !(p->flags & RF_LOWBAND)) ? 0 : 1;
         if (pband != band)
             continue;
-        depth = TK_MAX(depth, (p->ext ? T->exts[p->ext].depth : 0) + 1);
+        depth = TK_MAX(depth, ((p->cx & REC_EXT) ? T->exts[rec_ext(p)].depth : 0) + 1);
     }
     r->act = act;
     if (x) {
@@ -2805,7 +2949,7 @@ static void migrate(tk_world_t *w, rec *r)
 {
     struct tk__ticks *T = T_of(w);
     ext *x = ext_of(T, r);
-    TK_ASSERT(x && x->wnode != NONE32 && !x->in_unpaused && !r->cohort);
+    TK_ASSERT(x && x->wnode != NONE32 && !x->in_unpaused && !rec_cohort(T, r));
     uint64_t due = tk__wheel_due(&T->wheel_game, x->wnode);
     tk__wheel_del(&T->wheel_game, x->wnode);
     x->wnode = NONE32;
@@ -2828,7 +2972,7 @@ static void settle(tk_world_t *w, rec *r)
     const ext *x = ext_of(T, r);
     int group = (r->flags & RF_DYNAMIC) ? grp_of(r->grp) : grp_of(r->act);
     uint32_t depth = (!(r->flags & RF_DYNAMIC) && x) ? x->depth : 0;
-    uint32_t lid = lane_get(T, group, band_of(r), depth, r->cls);
+    uint32_t lid = lane_get(T, group, band_of(r), depth, rec_cls(T, r));
     if (lid != r->lane) {
         /* A due set is one lane's: a member leaves it (and may join one in
          * its new lane below). */
@@ -2845,7 +2989,7 @@ static void settle(tk_world_t *w, rec *r)
         bit_set(L->act, pos);
         bit_clr(L->spec, pos);
         bit_clr(L->ivl, pos);
-        if (!r->cohort)
+        if (!rec_cohort(T, r))
             join_derived(w, r, r->lane);
         return;
     }
@@ -2854,7 +2998,7 @@ static void settle(tk_world_t *w, rec *r)
     bit_put(L->act, pos, every);
     x = ext_of(T, r);
     bool member_ok = eligible_member(T, r);
-    if (r->cohort && !(member_ok && x->dset))
+    if (rec_cohort(T, r) && !(member_ok && x->dset))
         materialize(w, r);
     x = ext_of(T, r);
     L = &T->lanes[r->lane];
@@ -2879,7 +3023,7 @@ static void settle(tk_world_t *w, rec *r)
 static int seq_cmp(const void *a, const void *b, void *ctx)
 {
     const rec *recs = ctx;
-    uint64_t x = recs[*(const uint32_t *)a].seq, y = recs[*(const uint32_t *)b].seq;
+    uint64_t x = rec_seq(&recs[*(const uint32_t *)a]), y = rec_seq(&recs[*(const uint32_t *)b]);
     return x < y ? -1 : x > y;
 }
 
@@ -3118,7 +3262,7 @@ static void prof_flush(tk_world_t *w, runner *R, uint64_t now)
         return;
     tk_prof_event ev = {.kind = TK_PROF_RUN, .group = R->pr_group, .cls = R->pr_cls,
                         .level = level_id_of(w, R->pr_level), .n = R->pr_n,
-                        .id = make_id(R->pr_first, T->recs[R->pr_first].gen),
+                        .id = make_id(R->pr_first, rec_gen(&T->recs[R->pr_first])),
                         .target = R->pr_target, .start_ns = R->pr_t0, .ns = now - R->pr_t0,
                         .pause_frame = w->frame_paused, .thread = R->thread};
     R->pr_n = 0;
@@ -3328,20 +3472,20 @@ static void exec_one(tk_world_t *w, runner *R, rec *r, tk_group label, bool paus
     uint32_t s = slot_of(T, r);
     if (!par)
         check_once(w, s);
-    tk_tick_id id = make_id(s, r->gen);
+    tk_tick_id id = make_id(s, rec_gen(r));
     const lane *L = &T->lanes[r->lane];
     void *target = L->targets[r->pos];
-    const tclass *c = &T->classes[r->cls];
+    uint16_t cls = L->cls, lv = rec_level(r);
+    const tclass *c = &T->classes[cls];
     (*R->ran)++;
     if (T->trace)
         trace_emit(w, R, id, target, label);
     tk_tick_ctx ctx = {w, id, w->frame, label, pause_frame, R->thread};
     bool single = false;
     if (w->prof_on) {
-        prof_feed(w, R, r->cls, r->level, (uint8_t)label, 1, s, target);
-        single = prof_single(w, R, r->cls);
+        prof_feed(w, R, cls, lv, (uint8_t)label, 1, s, target);
+        single = prof_single(w, R, cls);
     }
-    uint16_t cls = r->cls, lv = r->level;
     if (sr)
         sr_before(w, R, sr, id, target, cls, pos);
     if (single) {
@@ -3384,6 +3528,9 @@ static inline void lane_close(tk_world_t *w, uint32_t lid)
     L->cur = L->n;
 }
 
+/* run_range_impl's `idk`: where ctx.self comes from in one-by-one calls. */
+enum { ID_ANY, ID_ARRAY, ID_NONE };
+
 /*
  * Run positions [lo, hi) of an open lane: active entries in order.  Runs of
  * entries without individual treatment with the same dt (every-frame ones:
@@ -3392,12 +3539,13 @@ static inline void lane_close(tk_world_t *w, uint32_t lid)
  * entries, to its tick function one by one, reading only the entry's target
  * and id.  Inlined for each combination of profiling or tracing (`gen`),
  * slow-tick detection (`slow`) and a split section's chunk (`par`: nothing
- * of the lane is written, slow-tick state goes to `so`), so that the plain
- * path carries none of them.
+ * of the lane is written, slow-tick state goes to `so`), and the plain path
+ * once for lanes with ids and once for lanes without (`idk`), so that the
+ * plain path carries none of them.
  */
 static inline __attribute__((always_inline)) void
 run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi, slowout *so,
-               const bool gen, const bool slow, const bool par)
+               const bool gen, const bool slow, const bool par, const int idk)
 {
     struct tk__ticks *T = T_of(w);
     lane *L = &T->lanes[lid];
@@ -3435,7 +3583,7 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
         if (bit_get(L->spec, i)) {
             if (!par)
                 L->cur = i;
-            exec_one(w, R, &T->recs[id_slot(L->ids[i])], g, false, slow ? &sr : NULL, i, par);
+            exec_one(w, R, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i, par);
             L = &T->lanes[lid]; /* callbacks may grow the lane arrays */
             i++;
             continue;
@@ -3468,9 +3616,10 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
             if (ivl_mixed) {
                 /* Due sets of this lane fired with different dts: cut the
                  * run where the dt changes. */
-                rdt = member_dt(T, L->ids[i]);
+                rdt = member_dt(T, lane_id(T, L, i));
                 uint32_t k = i + 1;
-                while (k < j && memcmp(&(float){member_dt(T, L->ids[k])}, &rdt, sizeof rdt) == 0)
+                while (k < j &&
+                       memcmp(&(float){member_dt(T, lane_id(T, L, k))}, &rdt, sizeof rdt) == 0)
                     k++;
                 j = k;
             }
@@ -3478,14 +3627,14 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
         if (batch && !solo) {
             if (mixed) {
                 /* Several levels in the lane: one run per level. */
-                lslot = T->recs[id_slot(L->ids[i])].level;
+                lslot = rec_level(lane_rec(T, L, i));
                 uint32_t k = i + 1;
-                while (k < j && T->recs[id_slot(L->ids[k])].level == lslot)
+                while (k < j && rec_level(lane_rec(T, L, k)) == lslot)
                     k++;
                 j = k;
             }
             if (prof)
-                prof_feed(w, R, cls, lslot, (uint8_t)g, j - i, id_slot(L->ids[i]),
+                prof_feed(w, R, cls, lslot, (uint8_t)g, j - i, lane_slot1(L, i) - 1,
                           L->targets[i]);
             if (!par)
                 L->cur = j - 1;
@@ -3493,7 +3642,7 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
             ctx.self = TK_TICK_NONE;
             if (slow) {
                 sr_close(w, R, &sr);
-                tk_tick_id first = L->ids[i];
+                tk_tick_id first = lane_id(T, L, i);
                 void *target = L->targets[i];
                 uint64_t t0 = sr.t0_ok ? sr.t0 : now_stats(w);
                 fnb(L->targets + i, j - i, rdt, &ctx);
@@ -3508,11 +3657,13 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
             i = j;
             continue;
         }
-        /* One by one: only the target and the id are read per entry.  A tick
-         * that changes tick functions (T->mut) may have cancelled or
-         * materialized a later entry, or moved the lane's arrays: from then
-         * on each entry's bits are read again (never in a section: nothing
-         * may change there). */
+        /* One by one: only the target and the id are read per entry (the
+         * target alone in a lane without ids: ctx.self is TK_TICK_NONE
+         * there, the id is made only for tracing, profiling and slow-tick
+         * reports).  A tick that changes tick functions (T->mut) may have
+         * cancelled or materialized a later entry, or moved the lane's
+         * arrays: from then on each entry's bits are read again (never in a
+         * section: nothing may change there). */
         uint32_t mut = T->mut;
         uint64_t *ids = L->ids;
         void **tg = L->targets;
@@ -3532,7 +3683,7 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
                     L->cur = i;
                     if (slow)
                         sr.n = sn;
-                    exec_one(w, R, &T->recs[id_slot(ids[i])], g, false, slow ? &sr : NULL, i,
+                    exec_one(w, R, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i,
                              false);
                     if (slow) {
                         sn = sr.n;
@@ -3547,30 +3698,36 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
             }
             if (!par)
                 L->cur = i;
-            ctx.self = ids[i];
+            ctx.self = idk == ID_ARRAY ? ids[i]
+                       : idk == ID_NONE ? TK_TICK_NONE
+                                        : (ids ? ids[i] : TK_TICK_NONE);
             void *target = tg[i];
             if (!par)
-                check_once(w, id_slot(ctx.self));
+                check_once(w, lane_slot1(L, i) - 1);
+            /* The function's id where something names it. */
+            tk_tick_id fid = ctx.self;
+            if ((gen || slow) && !ids)
+                fid = lane_id(T, L, i);
             bool single = false;
             if (gen) {
                 if (trace)
-                    trace_emit(w, R, ctx.self, target, g);
+                    trace_emit(w, R, fid, target, g);
                 if (prof) {
-                    uint32_t s = id_slot(ctx.self);
+                    uint32_t s = id_slot(fid);
                     if (mixed)
-                        lslot = T->recs[s].level;
+                        lslot = rec_level(&T->recs[s]);
                     prof_feed(w, R, cls, lslot, (uint8_t)g, 1, s, target);
                     single = prof_single(w, R, cls);
                 }
             }
             if (slow && TK_UNLIKELY(sn == 0 || (hold && i >= sr.lo && i < sr.hi))) {
                 sr.n = sn;
-                sr_before(w, R, &sr, ctx.self, target, cls, i);
+                sr_before(w, R, &sr, fid, target, cls, i);
                 sn = sr.n;
                 sk = sr.cur_k;
             }
             if (gen && single) {
-                tk_tick_id id = ctx.self;
+                tk_tick_id id = fid;
                 uint64_t t0 = now_stats(w);
                 fn(target, rdt, &ctx);
                 prof_tick(w, R, id, target, cls, lslot, g, t0, now_stats(w) - t0);
@@ -3606,13 +3763,15 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
     do {                                                                                     \
         if (gen) {                                                                           \
             if (slow)                                                                        \
-                run_range_impl(w, R, lid, lo, hi, so, true, true, par);                      \
+                run_range_impl(w, R, lid, lo, hi, so, true, true, par, ID_ANY);              \
             else                                                                             \
-                run_range_impl(w, R, lid, lo, hi, so, true, false, par);                     \
+                run_range_impl(w, R, lid, lo, hi, so, true, false, par, ID_ANY);             \
         } else if (slow) {                                                                   \
-            run_range_impl(w, R, lid, lo, hi, so, false, true, par);                         \
+            run_range_impl(w, R, lid, lo, hi, so, false, true, par, ID_ANY);                 \
+        } else if (T_of(w)->lanes[lid].ids) {                                                \
+            run_range_impl(w, R, lid, lo, hi, so, false, false, par, ID_ARRAY);              \
         } else {                                                                             \
-            run_range_impl(w, R, lid, lo, hi, so, false, false, par);                        \
+            run_range_impl(w, R, lid, lo, hi, so, false, false, par, ID_NONE);               \
         }                                                                                    \
     } while (0)
 
@@ -3683,7 +3842,8 @@ static inline int lane_kind(const struct tk__ticks *T, const lane *L)
 /* Entry p of a mixed lane is an any_thread function's. */
 static inline bool entry_any(const struct tk__ticks *T, const lane *L, uint32_t p)
 {
-    return L->ids[p] && (T->recs[id_slot(L->ids[p])].flags & RF_ANYTHREAD);
+    uint32_t e = lane_slot1(L, p);
+    return e && (T->recs[e - 1].flags & RF_ANYTHREAD);
 }
 
 static void range_push(struct tk__ticks *T, uint32_t lid, uint32_t lo, uint32_t hi)
@@ -3911,7 +4071,7 @@ static void run_mixed(tk_world_t *w, uint32_t lid)
         const lane *L = &T->lanes[lid];
         bool any = entry_any(T, L, i);
         uint32_t j = i + 1;
-        while (j < n && (!L->ids[j] || entry_any(T, L, j) == any))
+        while (j < n && (!lane_slot1(L, j) || entry_any(T, L, j) == any))
             j++;
         if (any) {
             T->n_ranges = 0;
@@ -4001,7 +4161,7 @@ static inline bool extras_kind(const rec *r) { return (r->flags & (RF_DYNAMIC | 
  * functions queued after it, as Unreal's queued task does). */
 static inline bool extras_now(const tk_world_t *w, const rec *r)
 {
-    return extras_kind(r) || (r->ext && T_of(w)->exts[r->ext].task == fmark(w));
+    return extras_kind(r) || ((r->cx & REC_EXT) && T_of(w)->exts[rec_ext(r)].task == fmark(w));
 }
 
 /* Ready to tick this frame if queued: enabled and (every frame or due). */
@@ -4134,7 +4294,7 @@ static void queue_finish(tk_world_t *w, const wframe *f, rec *r, int ctxg)
         x->task = F;
         size_t *n = &T->n_xs[start];
         TK_GROW(T->xs[start], T->cap_xs[start], *n + 1);
-        T->xs[start][(*n)++] = (xent){r->seq, slot_of(T, r), r->gen, depth, r->cls, x->fband};
+        T->xs[start][(*n)++] = (xent){rec_seq(r), slot_of(T, r), depth, rec_cls(T, r), x->fband};
     }
     x->queued = F;
 }
@@ -4233,7 +4393,7 @@ static void run_extras(tk_world_t *w, int g, int band)
         if (e.band != band)
             continue;
         rec *r = &T->recs[e.idx];
-        if (r->state == RS_FREE || r->gen != e.gen)
+        if (r->state == RS_FREE || rec_seq(r) != e.seq)
             continue;
         ext *x = ext_of(T, r);
         x->done = F;
@@ -4284,9 +4444,9 @@ static void collect_due(void *ud, uint32_t payload, uint64_t due)
     tk_world_t *w = ud;
     struct tk__ticks *T = T_of(w);
     rec *r = &T->recs[payload];
-    T->exts[r->ext].wnode = NONE32; /* the wheel released the node */
+    T->exts[rec_ext(r)].wnode = NONE32; /* the wheel released the node */
     TK_GROW(T->dues, T->cap_dues, T->n_dues + 1);
-    T->dues[T->n_dues++] = (dueent){due, r->seq, payload};
+    T->dues[T->n_dues++] = (dueent){due, rec_seq(r), payload};
 }
 
 /* A due set came due (the wheel released its node). */
@@ -4347,7 +4507,7 @@ void tk__ticks_start_frame(tk_world_t *w)
     for (size_t i = 0; i < T->n_dues; i++) {
         rec *r = &T->recs[T->dues[i].slot];
         /* Overrun credit: the next due time keeps the long-run phase. */
-        activate_interval(w, r, T->dues[i].due + T->exts[r->ext].interval_ns);
+        activate_interval(w, r, T->dues[i].due + T->exts[rec_ext(r)].interval_ns);
     }
     /* Due sets: one wheel entry each, whatever their size. */
     vec32 *sets = &T->tmp;

@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <sys/types.h>
 
+#include "common/sockpath.h"
 #include "metrics.h"
 #include "tickd/alloc.h"
 #include "tickd/error.h"
@@ -43,6 +44,10 @@ struct tkd_config_ovr {
 
 /* The table: one row per key, in the order of config/tickd.ini. */
 static const tkd_config_key keys[] = {
+    {"instance", "name", TKD_CFG_PATH, "", 0, 0, false, F(instance_name), "",
+     "The instance's name (tickd@NAME.service sets it): it prefixes every log "
+     "line and engine.info shows it; empty = none."},
+
     {"engine", "tick_rate", TKD_CFG_DOUBLE, "60", 0, 10000, true, F(tick_rate),
      "Hz", "Max tick rate: a frame that finishes early sleeps until its period "
            "ends; 0 runs frames back to back."},
@@ -171,6 +176,27 @@ static const tkd_config_key keys[] = {
     {"metrics", "max_connections", TKD_CFG_UINT, "16", 1, 1024, true,
      F(metrics_max_connections), "connections",
      "HTTP connections served at once; more wait in the listen backlog."},
+
+    {"agones", "enabled", TKD_CFG_BOOL, "false", 0, 0, false, F(agones_enabled), "",
+     "Drive the Agones GameServer lifecycle through the SDK server's REST API "
+     "even without AGONES_SDK_HTTP_PORT (which turns it on by itself)."},
+    {"agones", "port", TKD_CFG_UINT, "9358", 1, 65535, false, F(agones_port), "port",
+     "The SDK server's HTTP port on 127.0.0.1 when AGONES_SDK_HTTP_PORT is not "
+     "set."},
+    {"agones", "health_period_s", TKD_CFG_DOUBLE, "2", 0.05, 3600, true,
+     F(agones_health_period_s), "s",
+     "POST /health this often, from the frame loop after completed frames; keep "
+     "it well under the Fleet's health periodSeconds."},
+    {"agones", "metadata_s", TKD_CFG_DOUBLE, "30", 0, 86400, true, F(agones_metadata_s), "s",
+     "Write TPS and the entity count to the GameServer's annotations (or labels) "
+     "this often when they changed; 0 = never."},
+    {"agones", "labels", TKD_CFG_BOOL, "false", 0, 0, false, F(agones_labels), "",
+     "Write tps and entities as GameServer labels instead of annotations."},
+    {"agones", "timeout_s", TKD_CFG_DOUBLE, "5", 0.05, 600, true, F(agones_timeout_s), "s",
+     "Bound on connecting to the SDK server and on each wait for its answer."},
+    {"agones", "retry_max_s", TKD_CFG_DOUBLE, "5", 0.1, 600, true, F(agones_retry_max_s), "s",
+     "Longest delay between two tries of POST /ready or of the watch (backoff "
+     "from 0.1 s, doubling)."},
 
     {"log", "level", TKD_CFG_LEVEL, "info", 0, 0, true, F(log_level), "",
      "Messages above this level are dropped: error, warn, info or debug."},
@@ -560,6 +586,8 @@ static int parse_value(const tkd_config_key *k, const char *v, parsed *out,
         return TK_EINVAL;
     }
     case TKD_CFG_PATH:
+        if (!strcmp(k->section, "instance") && *v && !tk__world_name_valid(v, reason, rlen))
+            return TK_EINVAL;
         out->s = tk_strdup(v);
         return 0;
     case TKD_CFG_MODE: {

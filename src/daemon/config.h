@@ -73,6 +73,8 @@ typedef struct tkd_strlist {
 typedef struct tkd_config_ovr tkd_config_ovr;
 
 typedef struct tkd_config {
+    /* [instance] */
+    char *instance_name;        /* this instance's name (owned); ""/NULL: none */
     /* [engine] */
     double tick_rate;           /* Hz, max tick rate; 0 = unlimited           */
     double fixed_dt;            /* s per frame; 0 = real time                 */
@@ -120,6 +122,15 @@ typedef struct tkd_config {
                                        tick rate, 0 = none                   */
     double metrics_healthz_stall_s; /* s without a frame start: unhealthy     */
     unsigned metrics_max_connections; /* HTTP connections at once            */
+    /* [agones] */
+    bool agones_enabled;        /* drive Agones without AGONES_SDK_HTTP_PORT  */
+    unsigned agones_port;       /* SDK server's HTTP port when the variable is
+                                   unset                                      */
+    double agones_health_period_s; /* s between POST /health pings           */
+    double agones_metadata_s;   /* s between TPS/entity metadata; 0 = never   */
+    bool agones_labels;         /* metadata as labels, not annotations        */
+    double agones_timeout_s;    /* s, bound on connect and each wait          */
+    double agones_retry_max_s;  /* s, longest retry backoff                   */
     /* [log] */
     tk_log_level log_level;     /* messages above this level are dropped      */
 

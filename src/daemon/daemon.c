@@ -276,6 +276,7 @@ static void wait_hook(void *ud, uint64_t deadline)
     }
     uint64_t now = tk_clock_now_ns();
     tkd_notify_watchdog(&d->notify, now); /* a long idle wait between frames */
+    tkd_agones_tick(d->agones, now);      /* the same for Agones' health pings */
     if (!d->reload && tkd_jobs_ready(d) && deadline > now + DRAIN_MARGIN_NS) {
         /* A request in slices can go on: the idle time is its, in slices
          * of JOB_SLICE_NS with a pass over the sockets between them, to
@@ -306,6 +307,9 @@ static void wait_hook(void *ud, uint64_t deadline)
         uint64_t ping = tkd_notify_watchdog_due(&d->notify);
         if (ping > now && ping - now < ns)
             ns = ping - now; /* the engine calls again until the deadline */
+        uint64_t beat = tkd_agones_due(d->agones);
+        if (beat > now && beat - now < ns)
+            ns = beat - now;
         struct timeval tv = {(time_t)(ns / 1000000000ull), (suseconds_t)((ns % 1000000000ull) / 1000)};
         event_add(d->wake, &tv);
         tkd_server_set_deadline(d->srv, deadline);
@@ -542,6 +546,7 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
         json_object_set_new(p, "dt", json_real((double)f->world_dt_ns / 1e9));
         json_object_set_new(p, "ms", json_real((double)f->work_ns / 1e6));
         json_object_set_new(p, "gap_ms", json_real((double)f->gap_ns / 1e6));
+        json_object_set_new(p, "cpu_ms", json_real((double)f->cpu_ns / 1e6));
         json_object_set_new(p, "split", tkd_frame_split_json(d, f));
         tkd_server_publish(d->srv, TKD_TOPIC_FRAME, p);
     }
@@ -555,6 +560,7 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
     lag_account(d, f);
     tkd_notify_watchdog(&d->notify, f->start_ns + f->work_ns); /* a frame completed */
     d->frame_done = true;
+    tkd_agones_tick(d->agones, f->start_ns + f->work_ns);
     if (d->shutdown)
         tk_engine_stop(d->engine);
 }
@@ -669,6 +675,8 @@ int tkd_init(tkd *d, char *err, size_t errlen)
         return -1;
     if (tkd_metrics_new(d, &d->metrics, err, errlen) != 0)
         return -1;
+    if (tkd_agones_new(d, &d->agones, err, errlen) != 0)
+        return -1;
 
     d->sig_term = evsignal_new(d->base, SIGTERM, on_signal, d);
     d->sig_int = evsignal_new(d->base, SIGINT, on_signal, d);
@@ -694,6 +702,8 @@ int tkd_init(tkd *d, char *err, size_t errlen)
         tkd_notify_ready(&d->notify, status);
         tk_ticker_add(d->engine, TKD_NOTIFY_STATUS_S, status_tick, d, &d->status_ticker);
     }
+    /* The socket answers and the world is restored: Ready. */
+    tkd_agones_start(d->agones);
     return 0;
 }
 
@@ -721,8 +731,11 @@ void tkd_fini(tkd *d)
         tkd_snapshot_finish(d);  /* a save child still writing: wait, answer */
         if (d->cfg.save_on_exit && d->sim)
             save_snapshot(d, "save_on_exit");
+        tkd_agones_shutdown(d->agones); /* after the save: the pod may go soon */
         tkd_server_close_all(d->srv, 2000);
     }
+    tkd_agones_free(d->agones);
+    d->agones = NULL;
     tkd_logging_set_forward(NULL, NULL);
     tkd_metrics_free(d->metrics);
     d->metrics = NULL;

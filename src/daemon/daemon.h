@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agones.h"
 #include "config.h"
 #include "jsonw.h"
 #include "logging.h"
@@ -83,6 +84,8 @@ typedef struct tkd {
     bool frame_done;            /* a frame ended; its idle time not begun yet  */
     uint64_t idle_deadline_ns;  /* while requests run between frames: when the
                                    next frame is due (monotonic), else 0     */
+    tkd_agones *agones;         /* the Agones SDK client (agones.h), or NULL  */
+    uint64_t info_agones_gen;   /* tkd_agones_info_gen the cached info shows  */
 } tkd;
 
 /* Create the daemon from a loaded config (binds the socket, creates levels).

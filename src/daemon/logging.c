@@ -26,6 +26,7 @@
 #include "tickd/alloc.h"
 
 static bool g_journal;                  /* write the journal format           */
+static char g_name[72];                 /* "NAME: " after the level, or ""    */
 static tkd_log_forward_fn g_forward;    /* hook for warnings and errors       */
 static void *g_forward_ud;
 static _Thread_local bool t_in_forward; /* this thread runs the hook now      */
@@ -58,6 +59,14 @@ bool tkd_logging_detect_journal(int fd)
            (unsigned long long)st.st_ino == ino;
 }
 
+void tkd_logging_set_name(const char *name)
+{
+    if (name && *name)
+        snprintf(g_name, sizeof g_name, "%.64s: ", name);
+    else
+        g_name[0] = '\0';
+}
+
 /* Append `n` bytes at *pos, as far as `len` allows (one byte is kept for the
  * NUL); *pos counts everything, written or not. */
 static void put(char *buf, size_t len, size_t *pos, const char *s, size_t n)
@@ -77,10 +86,10 @@ size_t tkd_logging_format(char *buf, size_t len, tk_log_level level,
         level = TK_LOG_ERROR;
     if (!msg)
         msg = "";
-    char prefix[64];
+    char prefix[160];
     int plen;
     if (journal) {
-        plen = snprintf(prefix, sizeof prefix, "%s", journal_prefix[level]);
+        plen = snprintf(prefix, sizeof prefix, "%s%s", journal_prefix[level], g_name);
     } else {
         struct tm tm;
         time_t secs = now ? now->tv_sec : 0;
@@ -88,10 +97,10 @@ size_t tkd_logging_format(char *buf, size_t len, tk_log_level level,
         if (!gmtime_r(&secs, &tm))
             memset(&tm, 0, sizeof tm);
         plen = snprintf(prefix, sizeof prefix,
-                        "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s: ",
+                        "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s: %s",
                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                         tm.tm_hour, tm.tm_min, tm.tm_sec, ms,
-                        tk_log_level_name(level));
+                        tk_log_level_name(level), g_name);
     }
     if (plen < 0)
         plen = 0;
@@ -299,6 +308,7 @@ void tkd_logging_shutdown(void)
     g_forward = NULL;
     g_forward_ud = NULL;
     g_journal = false;
+    g_name[0] = '\0';
 }
 
 bool tkd_logging_journal(void) { return g_journal; }

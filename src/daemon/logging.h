@@ -12,6 +12,9 @@
  *     (<3> error, <4> warn, <6> info, <7> debug);
  *   - anywhere else: UTC time with milliseconds, the level, the message:
  *         2026-11-21T22:37:59.123Z warn: can't keep up: ...
+ * An instance's name ([instance] name, tkd_logging_set_name) follows the
+ * level, so the lines of many tickd on one machine or in one fleet tell
+ * apart (`...Z warn: alpha: can't keep up`, `<4>alpha: can't keep up`).
  * The level filter is the core's (tk_log_set_level): messages above it never
  * reach this handler.
  *
@@ -43,6 +46,11 @@ extern "C" {
  */
 void tkd_logging_init(void);
 
+/* The name written after the level on every line ("alpha: "); NULL or ""
+ * writes none.  Set it before other threads log (the daemon sets it once,
+ * at start: [instance] name needs a restart). */
+void tkd_logging_set_name(const char *name);
+
 /* Restore the core's default handler and drop the forward hook. */
 void tkd_logging_shutdown(void);
 
@@ -57,7 +65,8 @@ bool tkd_logging_journal(void);
 bool tkd_logging_detect_journal(int fd);
 
 /*
- * Format `msg` at `level` the way the handler writes it: one prefixed line
+ * Format `msg` at `level` the way the handler writes it (with the name of
+ * tkd_logging_set_name): one prefixed line
  * per line of the message (a trailing newline adds no empty line; "\r\n"
  * counts as one newline), each ending in '\n'.  `now` is the UTC wall time
  * of the timestamp (ignored when `journal`).  Writes like snprintf (always

@@ -104,6 +104,7 @@ json_t *tkd_stats_json(tkd *d)
     json_object_set_new(o, "overruns", jid(st.overruns));
     json_object_set_new(o, "behind_s", json_real(st.behind_s));
     json_object_set_new(o, "last_frame_ms", ms(st.last.work_ns));
+    json_object_set_new(o, "last_frame_cpu_ms", ms(st.last.cpu_ns));
     json_object_set_new(o, "split_ms", tkd_frame_split_json(d, &st.last));
     json_object_set_new(o, "gap_ms", ms(st.last.gap_ns));
     json_object_set_new(o, "gap_max_ms_10s", json_real(st.gap_max_ms_10s));
@@ -154,6 +155,10 @@ static json_t *engine_info_json(tkd *d)
     json_object_set_new(o, "pacing", json_string(tk_pacing_name(tk_engine_pacing(d->engine))));
     json_object_set_new(o, "threads", json_integer((json_int_t)tk_engine_threads(d->engine)));
     json_object_set_new(o, "config", d->cfg.path ? json_string(d->cfg.path) : json_null());
+    json_object_set_new(o, "instance", d->cfg.instance_name && *d->cfg.instance_name
+                                           ? json_string(d->cfg.instance_name)
+                                           : json_null());
+    json_object_set_new(o, "agones", tkd_agones_info(d->agones));
     return o;
 }
 
@@ -164,9 +169,11 @@ static void m_engine_info(req *r)
     tkd *d = r->d;
     double rate = tk_engine_tick_rate(d->engine), fixed = tk_engine_fixed_dt(d->engine);
     tk_pacing pacing = tk_engine_pacing(d->engine);
+    uint64_t agen = tkd_agones_info_gen(d->agones);
     unsigned threads = tk_engine_threads(d->engine);
     if (!d->info_text || rate != d->info_rate || fixed != d->info_fixed ||
-        pacing != d->info_pacing || threads != d->info_threads) {
+        pacing != d->info_pacing || threads != d->info_threads ||
+        agen != d->info_agones_gen) {
         json_t *o = engine_info_json(d);
         free(d->info_text);
         d->info_text = tkd_jsonw_dump(o, JSON_COMPACT, NULL);
@@ -175,6 +182,7 @@ static void m_engine_info(req *r)
         d->info_fixed = fixed;
         d->info_pacing = pacing;
         d->info_threads = threads;
+        d->info_agones_gen = agen;
     }
     r->answered = true;
     if (r->call && d->info_text)
@@ -249,6 +257,15 @@ static const tkd_field mspt_fields[] = {
     {.name = n, .type = TKD_T_OBJ, .flags = TKD_F_REQUIRED, .fields = mspt_fields, .ref = "mspt", \
      .desc = d}
 
+static const tkd_field agones_info_fields[] = {
+    R_STR("sdk", "the SDK server, 127.0.0.1:PORT"),
+    {.name = "state", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
+     .desc = "GameServer status.state (null: not seen yet)"},
+    {.name = "name", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
+     .desc = "GameServer name"},
+    R_BOOL("ready", "POST /ready was accepted"),
+    R_BOOL("reachable", "the SDK server answered the last request"), {0}};
+
 static const tkd_field info_result[] = {
     R_STR("name", "\"tickd\""), R_STR("version", NULL),
     R_INT("protocol", "protocol version (1)"),
@@ -259,6 +276,10 @@ static const tkd_field info_result[] = {
     R_STR("pacing", NULL), R_INT("threads", "threads that run ticks ([engine] threads)"),
     {.name = "config", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
      .desc = "the config file read"},
+    {.name = "instance", .type = TKD_T_STR, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
+     .desc = "[instance] name (null: none)"},
+    {.name = "agones", .type = TKD_T_OBJ, .flags = TKD_F_REQUIRED | TKD_F_NULLABLE,
+     .fields = agones_info_fields, .desc = "the Agones GameServer (null: Agones is off)"},
     {0}};
 
 static const tkd_field stats_result[] = {
@@ -271,6 +292,8 @@ static const tkd_field stats_result[] = {
     R_NUM("start_frame_ms", NULL),
     R_NUM("timers_ms", NULL), R_NUM("tickables_ms", NULL), R_INT("ticks_run_last_frame", NULL),
     R_INT("overruns", NULL), R_NUM("behind_s", NULL), R_NUM("last_frame_ms", NULL),
+    R_NUM("last_frame_cpu_ms",
+          "CPU time of the frame thread in the last frame's work (but requests run while waiting)"),
     R_OBJ("split_ms", "the last frame's work: requests, ticks, timers, tickables, ticker, other"),
     R_NUM("gap_ms", NULL), R_NUM("gap_max_ms_10s", NULL), R_INT("slow_requests", NULL),
     R_INT("log_suppressed", NULL), R_INT("entities", NULL),

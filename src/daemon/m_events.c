@@ -55,7 +55,7 @@ static void m_events_unsubscribe(req *r) { events_change(r, false); }
 
 /* The topics, in tkd_topic order (server.c names them). */
 static const char *const topic_names[] = {"frame", "stats",        "overrun", "slow_tick",
-                                          "log",   "slow_request", NULL};
+                                          "log",   "slow_request", "agones",  NULL};
 static const tkd_field topic_item = {.name = "topic", .type = TKD_T_STR, .enums = topic_names};
 
 static const tkd_field subscribe_params[] = {

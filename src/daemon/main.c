@@ -28,11 +28,14 @@ static void usage(FILE *out)
             "  -n, --frames N           run N frames, then shut down gracefully\n"
             "  -l, --log-level LEVEL    error, warn, info or debug ([log] level)\n"
             "      --set SECTION.KEY=VALUE  override any config key\n"
-            "      --check-config       validate the configuration and exit (0 ok, 1 not)\n"
+            "      --check-config       validate the configuration (and AGONES_SDK_HTTP_PORT)\n"
+            "                           and exit (0 ok, 1 not)\n"
             "  -V, --version            print the version and exit\n"
             "  -h, --help               print this help and exit\n"
             "\n"
             "Flags override the config file, also across SIGHUP reloads.\n"
+            "With AGONES_SDK_HTTP_PORT set (or [agones] enabled) tickd drives its Agones\n"
+            "GameServer through the SDK server on 127.0.0.1 (tickd(8), AGONES).\n"
             "Signals: SIGTERM/SIGINT graceful shutdown; SIGHUP reloads reloadable keys.\n"
             "Exit status: 0 after a graceful shutdown, 1 on a configuration or start-up\n"
             "error (the message names the file, line and key, or the cause), 2 on a usage\n"
@@ -172,12 +175,19 @@ int main(int argc, char **argv)
             tkd_config_free(&d.cfg);
             return 1;
         }
+        unsigned agones_port;
+        if (tkd_agones_port(&d, &agones_port, perr, sizeof perr) < 0) {
+            fprintf(stderr, "tickd: %s\n", perr);
+            tkd_config_free(&d.cfg);
+            return 1;
+        }
         printf("tickd: configuration OK (%s)\n", config_path ? config_path : "built-in defaults");
         tkd_config_free(&d.cfg);
         return 0;
     }
 
     tkd_logging_init();
+    tkd_logging_set_name(d.cfg.instance_name);
     tk_log_set_level(d.cfg.log_level);
     char err[512];
     if (tkd_init(&d, err, sizeof err) != 0) {

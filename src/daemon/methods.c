@@ -4,7 +4,7 @@
  * dispatch (tkd_exec), the answering helpers, the waiters of answered-later
  * calls and the requests done in slices.  The methods themselves are in one
  * file per area: m_engine.c, m_world.c, m_level.c, m_entity.c, m_tick.c,
- * m_timer.c, m_tickable.c, m_events.c (methods_int.h is what they share).
+ * m_timer.c, m_tickable.c, m_events.c, m_agones.c (methods_int.h is what they share).
  *
  * A handler reads and checks all of its params first, then changes state:
  * a request that fails validation changes nothing.  "Answered later"
@@ -479,7 +479,7 @@ const tkd_field tkd__page_params[] = {
 static const tkd_method *const areas[] = {
     tkd__engine_methods, tkd__world_methods, tkd__level_methods,    tkd__entity_methods,
     tkd__tick_methods,   tkd__timer_methods, tkd__tickable_methods, tkd__events_methods,
-    tkd__rpc_methods};
+    tkd__agones_methods, tkd__rpc_methods};
 
 #define MAX_METHODS 96
 static const tkd_method *all[MAX_METHODS];

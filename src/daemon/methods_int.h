@@ -70,7 +70,7 @@ extern const tkd_field tkd__empty_result[];
  * lists them. */
 extern const tkd_method tkd__engine_methods[], tkd__world_methods[], tkd__level_methods[],
     tkd__entity_methods[], tkd__tick_methods[], tkd__timer_methods[], tkd__tickable_methods[],
-    tkd__events_methods[], tkd__rpc_methods[];
+    tkd__events_methods[], tkd__agones_methods[], tkd__rpc_methods[];
 /* Every row, in that order; *n gets how many. */
 const tkd_method *const *tkd__methods(size_t *n);
 

@@ -69,6 +69,8 @@
 #define REF_MIN (64 * 1024)    /* bytes: replies this big are not copied  */
 #define LINES_PER_PASS 128     /* lines handled per client per iteration  */
 #define BYTES_PER_PASS (128 * 1024) /* and bytes (one line always)        */
+#define BATCH_WHOLE 64         /* members of a batch run at one boundary,
+                                  past the drain's deadline               */
 
 /* Client flags. */
 #define CF_INPUT_DONE 0x1u /* no more requests will be read               */
@@ -196,7 +198,8 @@ static const struct timeval linger_tv = {TKD_SERVER_LINGER_MS / 1000,
                                          (TKD_SERVER_LINGER_MS % 1000) * 1000};
 
 static const char *const topic_names[TKD_TOPIC_COUNT] = {"frame", "stats", "overrun",
-                                                         "slow_tick", "log", "slow_request"};
+                                                         "slow_tick", "log", "slow_request",
+                                                         "agones"};
 
 const char *tkd_topic_name(tkd_topic t)
 {
@@ -1781,10 +1784,19 @@ static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, uint64_t deadli
         return 0;
     srv->draining = true;
     size_t n = 0;
-    tkd_call *prev = NULL; /* the last call skipped (its client is held) */
+    tkd_call *prev = NULL;   /* the last call skipped (its client is held) */
+    const reply *last = NULL; /* the reply of the last call executed        */
     for (;;) {
         tkd_call *call = prev ? prev->next : srv->qhead;
-        if (!call || (n > 0 && deadline_ns && tk_clock_now_ns() >= deadline_ns))
+        if (!call)
+            break;
+        /* Past the deadline the rest waits for the next boundary, except the
+         * rest of a batch of up to BATCH_WHOLE members: a batch such as
+         * world.trace + world.step must not straddle a frame (a pause frame
+         * would be traced instead of the first step).  Bigger batches are
+         * cut like separate requests. */
+        if (n > 0 && deadline_ns && tk_clock_now_ns() >= deadline_ns &&
+            !(call->rep == last && call->rep->batch && call->rep->n <= BATCH_WHOLE))
             break;
         if (srv->nheld && client_held(srv, call->client_id)) {
             prev = call; /* waits, in order, until its client's long call ends */
@@ -1803,6 +1815,7 @@ static size_t drain(tkd_server *srv, tkd_exec_fn exec, void *ud, uint64_t deadli
 
         call->state = CALL_EXECUTING;
         srv->executing = call;
+        last = call->rep;
         exec(ud, call);
         srv->executing = NULL;
         n++;

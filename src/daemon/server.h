@@ -118,7 +118,8 @@ typedef enum tkd_topic {
     TKD_TOPIC_SLOW_TICK = 3,
     TKD_TOPIC_LOG = 4,
     TKD_TOPIC_SLOW_REQUEST = 5,
-    TKD_TOPIC_COUNT = 6
+    TKD_TOPIC_AGONES = 6,
+    TKD_TOPIC_COUNT = 7
 } tkd_topic;
 
 #define TKD_TOPIC_BIT(t) (1u << (unsigned)(t))

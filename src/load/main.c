@@ -67,6 +67,9 @@ static void usage(FILE *f)
           "                          " TK_SOCKPATH_LOCAL " if it exists, else " TK_SOCKPATH_ACTIVATED "\n"
           "                          if it exists (socket activation), else\n"
           "                          " TK_SOCKPATH_SYSTEM "\n"
+          "  -w, --world NAME        the socket of instance NAME (tickd@NAME.service):\n"
+          "                          $TICKD_RUNTIME_DIR/NAME.sock, default\n"
+          "                          " TK_RUNTIME_DIR "/NAME.sock\n"
           "  -c, --connections N     request connections (default: the scenario's\n"
           "                          \"connections\", else 4); one more monitors\n"
           "  -d, --duration SECONDS  end the run then (default: the scenario's end line,\n"
@@ -258,6 +261,7 @@ int main(int argc, char **argv)
     enum { OPT_TARGET = 256, OPT_DRAIN, OPT_JSON, OPT_CSV, OPT_SVG, OPT_SLO };
     static const struct option longopts[] = {
         {"socket", required_argument, NULL, 's'},
+        {"world", required_argument, NULL, 'w'},
         {"connections", required_argument, NULL, 'c'},
         {"duration", required_argument, NULL, 'd'},
         {"target-hz", required_argument, NULL, OPT_TARGET},
@@ -276,14 +280,17 @@ int main(int argc, char **argv)
     o.duration = -1;
     o.target_hz = -1;
     o.drain = DEFAULT_DRAIN_S;
-    const char *socket_opt = NULL;
+    const char *socket_opt = NULL, *world_opt = NULL;
     char *err = NULL;
     int opt;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":s:c:d:qVh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":s:w:c:d:qVh", longopts, NULL)) != -1) {
         switch (opt) {
         case 's':
             socket_opt = optarg;
+            break;
+        case 'w':
+            world_opt = optarg;
             break;
         case 'c':
             o.connections = (int)num_opt("--connections", optarg, 1, TK_LOAD_MAX_CONNECTIONS);
@@ -343,7 +350,21 @@ int main(int argc, char **argv)
                                : "give exactly one SCENARIO");
         return TK_LOAD_EXIT_USAGE;
     }
-    o.socket = tk__sockpath_resolve(socket_opt);
+    static char world_path[512];
+    if (socket_opt && world_opt) {
+        fprintf(stderr, "tickd-load: --socket and --world exclude each other (see --help)\n");
+        return TK_LOAD_EXIT_USAGE;
+    }
+    if (world_opt) {
+        char why[256];
+        if (tk__sockpath_world(world_opt, world_path, sizeof world_path, why, sizeof why) != 0) {
+            fprintf(stderr, "tickd-load: --world: %s\n", why);
+            return TK_LOAD_EXIT_USAGE;
+        }
+        o.socket = world_path;
+    } else {
+        o.socket = tk__sockpath_resolve(socket_opt);
+    }
     o.progress = !o.quiet && isatty(STDERR_FILENO);
 
     tk_load_scenario_t sc;

@@ -18,7 +18,10 @@ static const tks_extra *extra_of(const tks_entity *e)
 
 tks_id tks_entity_id(const tks_entity *e) { return e->obj.id; }
 const tks_class *tks_entity_class(const tks_entity *e) { return tks_obj_class(&e->obj); }
-tk_level_id tks_entity_level(const tks_entity *e) { return e->obj.level; }
+tk_level_id tks_entity_level(const tks_entity *e)
+{
+    return tks_obj_level(tks_row_sim(&e->obj), &e->obj);
+}
 
 float tks_entity_dilation(const tks_entity *e)
 {
@@ -49,10 +52,11 @@ double tks_entity_life_remaining(const tks_sim *s, const tks_entity *e)
 
 tk_tick_id tks_entity_tick(const tks_entity *e, int comp)
 {
+    const tks_sim *s = tks_row_sim(&e->obj);
     if (comp < 0)
-        return e->obj.tick;
+        return tks_obj_tick(s, &e->obj);
     const tks_extra *x = extra_of(e);
-    return x && comp < x->n_comps ? x->comps[comp].o->tick : TK_TICK_NONE;
+    return x && comp < x->n_comps ? tks_obj_tick(s, x->comps[comp].o) : TK_TICK_NONE;
 }
 
 const tk_tick_spec *tks_entity_tick_spec(const tks_sim *s, const tks_entity *e, int comp)
@@ -128,7 +132,8 @@ uint64_t tks_entity_list(const tks_sim *s, tk_level_id level, const tks_class *c
     if (level == TK_LEVEL_NONE && !cls)
         total = tks__iter_skip(ms, &it, offset);
     for (tks_obj *e; (e = tks__iter_next(ms, &it));) {
-        if ((level != TK_LEVEL_NONE && e->level != level) || (cls && tks_obj_class(e) != cls))
+        if ((level != TK_LEVEL_NONE && tks_obj_level(s, e) != level) ||
+            (cls && tks_obj_class(e) != cls))
             continue;
         if (total >= offset && total - offset < limit && fn)
             fn(ud, (const tks_entity *)e);

@@ -172,10 +172,10 @@ static int api_prerequisite(const tkp_ctx *c, tkp_obj *o, tkp_id target, bool ad
     if (tk_tick_guard(s->w, add ? "add_prerequisite" : "remove_prerequisite"))
         return -1;
     tks_obj *t = tks__entity(s, target);
-    if (o->tick == TK_TICK_NONE || !t || t->tick == TK_TICK_NONE || t->tick == o->tick)
+    if (!o->tslot || !t || !t->tslot || t->tslot == o->tslot)
         return -1;
-    int rc = add ? tk_tick_add_prerequisite(s->w, o->tick, t->tick)
-                 : tk_tick_remove_prerequisite(s->w, o->tick, t->tick);
+    tk_tick_id ot = tks_obj_tick(s, o), tt = tks_obj_tick(s, t);
+    int rc = add ? tk_tick_add_prerequisite(s->w, ot, tt) : tk_tick_remove_prerequisite(s->w, ot, tt);
     return rc ? -1 : 0;
 }
 

@@ -82,8 +82,9 @@ static void restore_fn(tks_sim *s, tks_obj *o, const tks_fn_restore *fr, float d
         *kept = fr->spec;
         return;
     }
-    o->tick = tks__register_tick(s, o, &fr->spec, dil, NULL, 0);
-    tk_tick_restore_state(s->w, o->tick, &fr->st);
+    tk_tick_id t = tks__register_tick(s, o, &fr->spec, dil, NULL, 0);
+    tks_obj_set_tick(o, t);
+    tk_tick_restore_state(s->w, t, &fr->st);
 }
 
 int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR_MAX])

@@ -148,7 +148,7 @@ void tks_free(tks_sim *s)
     tks__extras_free(s);
     tks__ids_free(s);
     tk_free(s->share);
-    tk_free(s->level_counts);
+    tk_free(s->levels);
     /* A world of its own goes first: its tick functions, timers and
      * tickables point into the stores freed below. */
     if (s->own_world) {
@@ -312,6 +312,10 @@ int tks_register_class(tks_sim *s, const tkp_class *p, const char *origin, char 
     tk_tick_class_desc d = {c->name, tks__obj_tick, p->tick_batch ? tks__obj_batch : NULL,
                             tks_class_thread_safe(p)};
     rc = tk_tick_class_register(s->w, &d, &c->tick_cls);
+    /* Rows hold their function's slot (tkp_obj.tslot): no id beside each
+     * target in the scheduler's lanes. */
+    if (!rc)
+        rc = tk_tick_class_slot_in_target(s->w, c->tick_cls, offsetof(tks_obj, tslot));
     if (rc) {
         tk_free(c);
         return tks__errf(err, rc, "%s: class '%s': %s", origin, p->name, tk_world_last_error(s->w));

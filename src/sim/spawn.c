@@ -26,20 +26,22 @@
 uint64_t *tks__level_count(tks_sim *s, tk_level_id level)
 {
     size_t i = level & 0xffffu;
-    if (i >= s->n_level_counts) {
+    if (i >= s->n_levels) {
         size_t n = i + 16;
-        s->level_counts = tk_realloc(s->level_counts, n * sizeof *s->level_counts);
-        memset(s->level_counts + s->n_level_counts, 0,
-               (n - s->n_level_counts) * sizeof *s->level_counts);
-        s->n_level_counts = n;
+        s->levels = tk_realloc(s->levels, n * sizeof *s->levels);
+        memset(s->levels + s->n_levels, 0, (n - s->n_levels) * sizeof *s->levels);
+        s->n_levels = n;
     }
-    return &s->level_counts[i];
+    /* One level per index while it holds entities (tks_obj_level). */
+    TKS_ALWAYS(s->levels[i].n == 0 || s->levels[i].id == level);
+    s->levels[i].id = level;
+    return &s->levels[i].n;
 }
 
 uint64_t tks_level_entities(const tks_sim *s, tk_level_id level)
 {
     size_t i = level & 0xffffu;
-    return i < s->n_level_counts ? s->level_counts[i] : 0;
+    return i < s->n_levels && s->levels[i].id == level ? s->levels[i].n : 0;
 }
 
 uint64_t tks__timers_live(const tks_sim *s)
@@ -55,7 +57,7 @@ tk_tick_id tks__register_tick(tks_sim *s, tks_obj *o, const tk_tick_spec *spec, 
     tk_tick_desc d = {0};
     d.cls = tks_obj_class(o)->tick_cls;
     d.target = o;
-    d.level = o->level;
+    d.level = tks_obj_level(s, o);
     d.spec = *spec;
     d.dilation = dilation;
     d.prerequisites = pre;
@@ -214,8 +216,8 @@ static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first
         pre = tk_malloc(r->n_prereqs * sizeof *pre);
         for (size_t i = 0; i < r->n_prereqs; i++) {
             tks_obj *pe = tks__entity(s, r->prereqs[i]);
-            if (pe->tick != TK_TICK_NONE)
-                pre[npre++] = pe->tick;
+            if (pe->tslot)
+                pre[npre++] = tks_obj_tick(s, pe);
         }
     }
     float dil = (float)r->dilation;
@@ -242,7 +244,7 @@ static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first
         /* Tick functions: the actor's, then the components', in the order
          * of their rows (a component row never moves before compaction). */
         if (r->tick.on_dedicated_server) {
-            e->tick = tks__register_tick(s, e, &r->tick, dil, pre, npre);
+            tks_obj_set_tick(e, tks__register_tick(s, e, &r->tick, dil, pre, npre));
         } else {
             /* Never registered: the spec is kept for reports. */
             e->flags |= TKS_OBJ_NOTICK;
@@ -251,7 +253,7 @@ static int spawn_at(tks_sim *s, const tks_spawn_req *r, tks_id at, tks_id *first
         for (size_t i = 0; i < r->n_components; i++) {
             tks_obj *cp = x->comps[i].o;
             if (r->components[i].tick.on_dedicated_server) {
-                cp->tick = tks__register_tick(s, cp, &r->components[i].tick, dil, NULL, 0);
+                tks_obj_set_tick(cp, tks__register_tick(s, cp, &r->components[i].tick, dil, NULL, 0));
             } else {
                 cp->flags |= TKS_OBJ_NOTICK;
                 x->comps[i].kept = r->components[i].tick;
@@ -288,11 +290,11 @@ int tks__spawn_self(tks_sim *s, tks_obj *o, char err[TKS_ERR_MAX])
     tks_spawn_req r;
     tks_spawn_req_init(&r);
     r.cls = c->name;
-    tk_level_id level = o->comp == -2 ? TK_LEVEL_PERSISTENT : o->level;
+    tk_level_id level = o->comp == -2 ? TK_LEVEL_PERSISTENT : tks_obj_level(s, o);
     r.level = tk_level_name(s->w, level);
-    if (o->tick != TK_TICK_NONE) {
+    if (o->tslot) {
         tk_tick_info ti;
-        if (tk_tick_get(s->w, o->tick, &ti) == 0)
+        if (tk_tick_get(s->w, tks_obj_tick(s, o), &ti) == 0)
             r.tick = ti.spec;
     }
     if (o->comp != -2) {
@@ -322,13 +324,13 @@ void tks__destroy_one(tks_sim *s, tks_obj *e)
     tks_id id = e->id;
     tks_extra *x = (e->flags & TKS_OBJ_EXTRA) ? tks__extra(s, id) : NULL;
     size_t nc = x ? x->n_comps : 0;
-    if (e->tick != TK_TICK_NONE)
-        tk_tick_unregister(s->w, e->tick);
+    if (e->tslot)
+        tk_tick_unregister(s->w, tks_obj_tick(s, e));
     for (size_t i = 0; i < nc; i++)
-        if (x->comps[i].o->tick != TK_TICK_NONE)
-            tk_tick_unregister(s->w, x->comps[i].o->tick);
+        if (x->comps[i].o->tslot)
+            tk_tick_unregister(s->w, tks_obj_tick(s, x->comps[i].o));
     tk_timer_clear_owner(s->w, id);
-    (*tks__level_count(s, e->level))--;
+    (*tks__level_count(s, tks_obj_level(s, e)))--;
     s->live--;
     tks__id_drop(s, id);
     /* Components first (created after the actor), then the actor. */
@@ -381,7 +383,7 @@ int tks_level_remove(tks_sim *s, const char *name, char err[TKS_ERR_MAX])
     tks_iter it;
     tks__iter_begin(s, &it);
     for (tks_obj *e; tks_level_entities(s, l) && (e = tks__iter_next(s, &it));)
-        if (e->level == l)
+        if (tks_obj_level(s, e) == l)
             tks__destroy_one(s, e);
     tks__iter_end(s, &it);
     int rc = tk_level_remove(s->w, l);

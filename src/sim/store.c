@@ -3,12 +3,12 @@
  * components, and the tick trampolines that hand them to the class.
  *
  * Layout.  A class's store is a list of chunks.  A chunk holds up to `cap`
- * rows: an array of 24-byte headers (tkp_obj: tick function, entity id,
+ * rows: an array of 16-byte headers (tkp_obj: tick function, entity id,
  * level, row index, role, flags) and, 64-byte aligned after it, an array of
  * states `stride` bytes apart (the class's state_size rounded up to 8).  A
  * class's first chunk has 16 rows, each next one twice as many up to about
  * 4 MiB (at most 65536 rows; a state of 1 MiB gets four rows per chunk):
- * 58254 movers (48-byte states).  Chunks are big because a jump from one
+ * 65536 movers (48-byte states).  Chunks are big because a jump from one
  * chunk's states to the next's costs the stream its prefetch: measured on
  * this project's machine, a loop over 1M movers in chunks of 900 rows took
  * 1.6 - 1.9x the time of one contiguous array, 1.2x with 3640 rows, 1.0 -
@@ -220,9 +220,10 @@ tks_obj *tks__store_append(tks_store *st, tks_id id, tk_level_id level, int comp
     }
     uint32_t r = c->n++;
     tks_obj *o = &c->hdr[r];
-    o->tick = TK_TICK_NONE;
+    TKS_ALWAYS(id < (1ull << 53));
+    o->tslot = 0;
     o->id = id;
-    o->level = level;
+    o->lslot = (uint16_t)level;
     o->row = (uint16_t)r;
     o->comp = (int8_t)comp;
     o->flags = 0;
@@ -237,7 +238,7 @@ void tks__store_kill(tks_obj *o)
     tks_store *st = c->st;
     TKS_ALWAYS(!(o->flags & TKS_OBJ_DEAD));
     o->flags |= TKS_OBJ_DEAD;
-    o->tick = TK_TICK_NONE;
+    o->tslot = 0;
     c->n_dead++;
     st->live--;
     st->dead++;
@@ -249,8 +250,8 @@ void tks__store_kill(tks_obj *o)
 /* Row `o` now lives at `o` (it moved): tell whoever points at it. */
 static void relink(tks_sim *s, tks_obj *o)
 {
-    if (o->tick != TK_TICK_NONE)
-        TKS_ALWAYS(tk_tick_set_target(s->w, o->tick, o) == 0);
+    if (o->tslot)
+        TKS_ALWAYS(tk_tick_set_target(s->w, tks_obj_tick(s, o), o) == 0);
     if (o->comp == -1) {
         tks__id_move(s, o->id, o);
     } else {
@@ -300,7 +301,7 @@ static uint64_t close_holes(tks_store *st, tks_chunk *c, uint64_t budget)
         move_row(st->sim, c, r, c, w);
         /* The row it left is a hole now, the one it filled is not. */
         c->hdr[r].flags |= TKS_OBJ_DEAD;
-        c->hdr[r].tick = TK_TICK_NONE;
+        c->hdr[r].tslot = 0;
         moved++;
         w++;
     }

@@ -46,7 +46,7 @@ static tks_tickable *tickable_new(tks_sim *s, const tks_class *c, const tks_prop
                                   size_t n_props)
 {
     tks_tickable *t = tk_calloc(1, sizeof *t + c->p->state_size);
-    t->obj.tick = TK_TICK_NONE;
+    t->obj.tslot = 0;
     t->obj.comp = -2;
     t->cls = c;
     t->sim = s;

@@ -140,11 +140,46 @@ START_TEST(config_defaults)
 }
 END_TEST
 
+/* [instance] name: empty (none) or a world name as tickctl --world finds
+ * it; anything else names the key and the reason. */
+START_TEST(config_instance_name)
+{
+    tkd_config c;
+    tkd_config_init(&c);
+    ck_assert(!c.instance_name || !c.instance_name[0]);
+    char err[256];
+    static const char *const good[] = {"alpha", "World-2", "a.b_c", "0", NULL};
+    for (size_t i = 0; good[i]; i++) {
+        ck_assert_int_eq(tkd_config_set(&c, "instance", "name", good[i], "t", err, sizeof err), 0);
+        ck_assert_str_eq(c.instance_name, good[i]);
+    }
+    static const struct {
+        const char *v, *why;
+    } bad[] = {{"-x", "must start with a letter or a digit"},
+               {".hidden", "must start with a letter or a digit"},
+               {"a/b", "contains '/'"},
+               {"a b", "contains byte 0x20"},
+               {"x\\y", "contains '\\'"},
+               {"01234567890123456789012345678901234567890123456789012345678901234",
+                "longer than 64"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(tkd_config_set(&c, "instance", "name", bad[i].v, "t", err, sizeof err),
+                         TK_EINVAL);
+        ck_assert_msg(strstr(err, "[instance] name") && strstr(err, bad[i].why), "%s: %s",
+                      bad[i].v, err);
+        ck_assert_str_eq(c.instance_name, "0"); /* unchanged */
+    }
+    ck_assert_int_eq(tkd_config_set(&c, "instance", "name", "", "t", err, sizeof err), 0);
+    ck_assert_str_eq(c.instance_name, "");
+    tkd_config_free(&c);
+}
+END_TEST
+
 START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 39);
+    ck_assert_uint_eq(n, 47);
     static const char *const reloadable[] = {
         "engine.tick_rate",    "engine.max_dt",       "engine.pacing",       "engine.threads",
         "engine.split_min_us",       "world.time_dilation",
@@ -154,7 +189,8 @@ START_TEST(config_table)
         "control.line_timeout_s", "stats.slow_request_ms", "stats.lag_warn_ms",
         "stats.slow_tick_ms",  "snapshot.autosave_s", "log.level",
         "metrics.healthz_min_tps", "metrics.healthz_stall_s", "metrics.max_connections",
-        "world.max_tick_functions", "world.max_template_bytes"};
+        "world.max_tick_functions", "world.max_template_bytes", "agones.health_period_s",
+        "agones.metadata_s", "agones.timeout_s", "agones.retry_max_s"};
     for (size_t i = 0; i < n; i++) {
         const tkd_config_key *k = &keys[i];
         char full[64];
@@ -1057,6 +1093,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, config_reload_bad_file_changes_nothing);
     tcase_add_test(tc, config_reload_other_path_and_no_file);
     tcase_add_test(tc, config_foreach_and_write_roundtrip);
+    tcase_add_test(tc, config_instance_name);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -190,6 +190,28 @@ START_TEST(logging_format_journal)
 }
 END_TEST
 
+/* [instance] name follows the level on every line, in both formats, and
+ * goes away again with shutdown. */
+START_TEST(logging_format_instance_name)
+{
+    struct timespec ts = {T_2026_11_21, 123456789};
+    char buf[256];
+    tkd_logging_set_name("alpha");
+    tkd_logging_format(buf, sizeof buf, TK_LOG_WARN, "one\ntwo", false, &ts);
+    ck_assert_str_eq(buf, "2026-11-21T22:37:59.123Z warn: alpha: one\n"
+                          "2026-11-21T22:37:59.123Z warn: alpha: two\n");
+    tkd_logging_format(buf, sizeof buf, TK_LOG_ERROR, "e", true, NULL);
+    ck_assert_str_eq(buf, "<3>alpha: e\n");
+    tkd_logging_set_name("");
+    tkd_logging_format(buf, sizeof buf, TK_LOG_ERROR, "e", true, NULL);
+    ck_assert_str_eq(buf, "<3>e\n");
+    tkd_logging_set_name("beta");
+    tkd_logging_shutdown();
+    tkd_logging_format(buf, sizeof buf, TK_LOG_INFO, "i", true, NULL);
+    ck_assert_str_eq(buf, "<6>i\n");
+}
+END_TEST
+
 START_TEST(logging_newline_split)
 {
     char buf[256];
@@ -443,6 +465,7 @@ static Suite *logging_suite(void)
     tcase_add_test(tc, logging_flood_limits_similar_messages);
     tcase_add_test(tc, logging_flood_summary_on_next_window);
     tcase_add_test(tc, logging_format_journal);
+    tcase_add_test(tc, logging_format_instance_name);
     tcase_add_test(tc, logging_newline_split);
     tcase_add_test(tc, logging_journal_prefix);
     tcase_add_test(tc, logging_plain_when_not_journal);

@@ -1490,7 +1490,9 @@ END_TEST
 
 START_TEST(server_topics_and_limits)
 {
-    static const char *const names[] = {"frame", "stats", "overrun", "slow_tick", "log", "slow_request"};
+    static const char *const names[] = {"frame", "stats",        "overrun", "slow_tick",
+                                        "log",   "slow_request", "agones"};
+    ck_assert_int_eq(sizeof names / sizeof names[0], TKD_TOPIC_COUNT);
     for (int i = 0; i < TKD_TOPIC_COUNT; i++) {
         tkd_topic t;
         ck_assert_int_eq(tkd_topic_parse(names[i], &t), 0);

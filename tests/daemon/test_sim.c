@@ -2,7 +2,8 @@
  * test_sim.c - the entity layer's dense storage (src/sim/store.c) through
  * the sim's API: destroys leave storage dense and survivors' states intact,
  * batch ticks give exactly what one-by-one ticks give, a class's batch gets
- * its run's own states, and instances that move keep their timers.  Worlds
+ * its run's own states, instances that move keep their timers, and the
+ * compact header's links (tick slot, level index, 53-bit id) read back.  Worlds
  * run unpaced with a fixed dt; nothing here depends on wall-clock time.
  */
 #include <check.h>
@@ -483,6 +484,94 @@ START_TEST(sim_timers_follow_moved_instances)
 }
 END_TEST
 
+/* ---- the 16-byte instance header ----------------------------------------------------- */
+
+/* Every live entity's tick function exists and ticks its row. */
+static void check_ticks(world *w, tks_id lo, tks_id hi)
+{
+    for (tks_id id = lo; id <= hi; id++) {
+        const tks_entity *e = tks_entity_get(w->s, id);
+        if (!e)
+            continue;
+        tk_tick_id t = tks_entity_tick(e, -1);
+        tk_tick_info ti;
+        ck_assert_msg(tk_tick_get(w->w, t, &ti) == 0, "entity %llu: no tick function",
+                      (unsigned long long)id);
+        ck_assert_ptr_eq(ti.target, (const void *)e);
+        ck_assert_uint_eq(ti.level, tks_entity_level(e));
+    }
+}
+
+/*
+ * A header keeps its tick function as a slot, its level as an index, and its
+ * id in 53 bits: the tick functions of entities spawned after others were
+ * destroyed (slots reused), the levels of entities of a level whose index
+ * was reused, and ids up to 2^53 - 1 all read back as they were given.
+ */
+START_TEST(sim_header_links)
+{
+    world w = world_new();
+    char err[TKS_ERR_MAX];
+    ck_assert_int_eq(tks_level_add(w.s, "a", err), 0);
+    tk_level_id a, b;
+    ck_assert_int_eq(tk_level_find(w.w, "a", &a), 0);
+    tks_spawn_req r;
+    tks_spawn_req_init(&r);
+    r.cls = "mover";
+    r.count = 100;
+    r.level = "a";
+    tks_id fa, fp;
+    ck_assert_int_eq(tks_spawn(w.s, &r, &fa, err), 0);
+    r.level = NULL;
+    ck_assert_int_eq(tks_spawn(w.s, &r, &fp, err), 0);
+    ck_assert_uint_eq(tks_level_entities(w.s, a), 100);
+    ck_assert_uint_eq(tks_entity_level(tks_entity_get(w.s, fa + 7)), a);
+    ck_assert_uint_eq(tks_entity_level(tks_entity_get(w.s, fp + 7)), TK_LEVEL_PERSISTENT);
+    frames(&w, 2);
+    /* Level "a" goes with its entities; "b" takes its index. */
+    ck_assert_int_eq(tks_level_remove(w.s, "a", err), 0);
+    ck_assert_int_eq(tks_level_add(w.s, "b", err), 0);
+    ck_assert_int_eq(tk_level_find(w.w, "b", &b), 0);
+    ck_assert_uint_eq(b & 0xffffu, a & 0xffffu);
+    ck_assert_uint_ne(b, a);
+    ck_assert_uint_eq(tks_level_entities(w.s, a), 0);
+    frames(&w, 1);
+    /* New entities reuse the tick slots of the destroyed ones. */
+    r.level = "b";
+    r.count = 60;
+    tks_id fb;
+    ck_assert_int_eq(tks_spawn(w.s, &r, &fb, err), 0);
+    ck_assert_uint_eq(tks_level_entities(w.s, b), 60);
+    ck_assert_uint_eq(tks_level_entities(w.s, a), 0);
+    ck_assert_uint_eq(tks_entity_level(tks_entity_get(w.s, fb)), b);
+    check_ticks(&w, fp, fb + 59);
+    /* Destroy some, let the stores move the survivors, check again. */
+    size_t done;
+    tks_id gone[50];
+    for (int i = 0; i < 50; i++)
+        gone[i] = fp + (tks_id)i;
+    ck_assert_int_eq(tks_destroy(w.s, gone, 50, &done, err), 0);
+    frames(&w, 3);
+    check_ticks(&w, fp, fb + 59);
+    /* The largest id a snapshot may hold. */
+    tks_entity_restore er;
+    memset(&er, 0, sizeof er);
+    er.id = (1ull << 53) - 1;
+    er.cls = "counter";
+    er.level = "b";
+    er.dilation = 1;
+    er.life_remaining = -1;
+    tk_tick_spec_default(&er.fn.spec);
+    ck_assert_int_eq(tks_restore_entity(w.s, &er, err), 0);
+    const tks_entity *big = tks_entity_get(w.s, er.id);
+    ck_assert_ptr_nonnull(big);
+    ck_assert_uint_eq(tks_entity_id(big), er.id);
+    ck_assert_uint_eq(tks_entity_level(big), b);
+    check_ticks(&w, er.id, er.id);
+    world_free(&w);
+}
+END_TEST
+
 static Suite *sim_suite(void)
 {
     Suite *s = suite_create("sim");
@@ -492,6 +581,7 @@ static Suite *sim_suite(void)
     tcase_add_test(tc, sim_batch_matches_one_by_one);
     tcase_add_test(tc, sim_batch_gets_its_run);
     tcase_add_test(tc, sim_timers_follow_moved_instances);
+    tcase_add_test(tc, sim_header_links);
     suite_add_tcase(s, tc);
     return s;
 }

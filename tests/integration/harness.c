@@ -554,6 +554,7 @@ static void child_exec(const char *dir, const char *out_path, const char *err_pa
     unsetenv("LISTEN_FDS");
     unsetenv("LISTEN_PID");
     unsetenv("LISTEN_FDNAMES");
+    unsetenv("AGONES_SDK_HTTP_PORT"); /* a test turns Agones on by its env */
     for (size_t i = 0; env && env[i]; i++)
         putenv(env[i]);
     execvp(argv[0], argv);

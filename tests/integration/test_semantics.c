@@ -697,6 +697,39 @@ START_TEST(semantics_newly_spawned_same_frame)
 }
 END_TEST
 
+START_TEST(semantics_batch_one_boundary)
+{
+    /* A batch runs at one frame boundary even when it outlasts the request
+     * budget: world.trace + world.step traces the stepped frame, not a
+     * pause frame run between the two (a 0.1 ms budget, 60 members). */
+    static const char *const cfg[] = {"control.request_budget_ms=0.1", NULL};
+    tkit_conn *c;
+    tkit_daemon *d = start_paused(cfg, &c);
+    long long s = spawn(c, "{\"class\":\"counter\"}");
+    for (int round = 0; round < 5; round++) {
+        char buf[8192];
+        size_t n = (size_t)snprintf(buf, sizeof buf,
+                                    "[{\"jsonrpc\":\"2.0\",\"id\":\"tr\",\"method\":"
+                                    "\"world.trace\",\"params\":{\"frames\":1}}");
+        for (int i = 0; i < 60; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n,
+                                  ",{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"world.status\"}", i);
+        snprintf(buf + n, sizeof buf - n,
+                 ",{\"jsonrpc\":\"2.0\",\"id\":\"st\",\"method\":\"world.step\","
+                 "\"params\":{\"frames\":1}}]");
+        tkit_sendf(c, "%s\n", buf);
+        json_t *r = tkit_recv(c);
+        ck_assert_msg(json_is_array(r) && json_array_size(r) == 62, "batch -> %s", tkit_dump(r));
+        json_t *frames = tkit_get(tkit_assert_result(json_array_get(r, 0)), "frames");
+        json_t *ticks = ticks_of(frames, 0);
+        ck_assert_msg(json_array_size(ticks) == 1, "round %d traced %zu ticks: %s", round,
+                      json_array_size(ticks), tkit_dump(frames));
+        assert_tick(ticks, 0, s, -1, "pre_physics");
+    }
+    tkit_finish(d);
+}
+END_TEST
+
 START_TEST(semantics_newly_spawned_drain)
 {
     /* Spawned in last_demotable: the newly-spawned drain of that frame. */
@@ -880,6 +913,7 @@ static Suite *semantics_suite(void)
     tcase_add_test(tc, semantics_tickables);
     tcase_add_test(tc, semantics_newly_spawned_same_frame);
     tcase_add_test(tc, semantics_newly_spawned_drain);
+    tcase_add_test(tc, semantics_batch_one_boundary);
     tcase_add_test(tc, semantics_runaway_cut);
     tcase_add_test(tc, semantics_spawner_every_and_max_total);
     tcase_add_test(tc, semantics_not_on_dedicated_server);

@@ -1028,6 +1028,13 @@ static const char *read_repo_file(const char *path)
     return s;
 }
 
+/* Each of the NULL-terminated `lines` is in `text` (the file `name`). */
+static void has_lines(const char *text, const char *name, const char *const *lines)
+{
+    for (size_t i = 0; lines[i]; i++)
+        ck_assert_msg(strstr(text, lines[i]), "%s lacks %s", name, lines[i]);
+}
+
 /* The unit files say what the issue asks, line by line. */
 START_TEST(systemd_units_content)
 {
@@ -1045,8 +1052,7 @@ START_TEST(systemd_units_content)
         "User=tickd\n",
         "Group=tickd\n",
         NULL};
-    for (size_t i = 0; lines[i]; i++)
-        ck_assert_msg(strstr(svc, lines[i]), "tickd.service lacks %s", lines[i]);
+    has_lines(svc, "tickd.service", lines);
     const char *sock = read_repo_file("systemd/tickd.socket");
     const char *ls = strstr(sock, "\nListenStream=");
     ck_assert_ptr_nonnull(ls);
@@ -1054,6 +1060,43 @@ START_TEST(systemd_units_content)
                   "the activated socket is inside the service's RuntimeDirectory");
     ck_assert_msg(strstr(sock, "\nSocketGroup=tickd\n") && strstr(sock, "\nSocketMode=0660\n"),
                   "tickd.socket: group tickd, mode 0660");
+    /* The template: one world per instance, every file of its own. */
+    const char *tpl = read_repo_file("systemd/tickd@.service");
+    static const char *const tlines[] = {
+        "Type=notify\n",
+        "NotifyAccess=main\n",
+        "ExecStart=/usr/local/bin/tickd --config /etc/tickd/%i.ini --set instance.name=%i "
+        "--socket /run/tickd/%i.sock ",
+        "--set snapshot.dir=/var/lib/tickd/%i ",
+        "--set snapshot.path=/var/lib/tickd/%i/snapshot.json ",
+        "--set metrics.listen=${TICKD_METRICS}\n",
+        "Environment=TICKD_METRICS=unix:/run/tickd/%i.metrics.sock\n",
+        "WatchdogSec=",
+        "Restart=on-failure\n",
+        "RuntimeDirectory=tickd\n",
+        "RuntimeDirectoryPreserve=yes\n",
+        "StateDirectory=tickd/%i\n",
+        "WorkingDirectory=/var/lib/tickd/%i\n",
+        "User=tickd\n",
+        "Group=tickd\n",
+        NULL};
+    has_lines(tpl, "tickd@.service", tlines);
+    /* Its sandbox is the singleton's, line for line. */
+    const char *from = strstr(svc, "\nNoNewPrivileges=");
+    const char *to = strstr(svc, "\n[Install]");
+    ck_assert_ptr_nonnull(from);
+    ck_assert_ptr_nonnull(to);
+    for (const char *l = from + 1; l < to; l = strchr(l, '\n') + 1) {
+        char line[256];
+        snprintf(line, sizeof line, "\n%.*s\n", (int)strcspn(l, "\n"), l);
+        if (line[1] != '\n' && line[1] != '#')
+            ck_assert_msg(strstr(tpl, line), "tickd@.service lacks the singleton's%s", line);
+    }
+    const char *tsock = read_repo_file("systemd/tickd@.socket");
+    ck_assert_msg(strstr(tsock, "\nListenStream=/run/tickd/%i.sock\n") &&
+                      strstr(tsock, "\nSocketGroup=tickd\n") &&
+                      strstr(tsock, "\nSocketMode=0660\n"),
+                  "tickd@.socket: /run/tickd/%%i.sock, group tickd, mode 0660");
     const char *su = read_repo_file("systemd/tickd.sysusers");
     ck_assert_msg(strstr(su, "\nu tickd "), "sysusers: no user tickd");
     /* The shipped config's socket and snapshot lines, which install rewrites. */
@@ -1091,21 +1134,39 @@ START_TEST(systemd_units_analyze)
         strstr(text, xfmt("\nExecStart=%s/bin/tickd --config %s/tickd/tickd.ini\n", prefix, etc)),
         "installed ExecStart does not follow PREFIX/SYSCONFDIR:\n%s", text);
 
+    char tsvc[PATH_MAX + 64], tsock[PATH_MAX + 64];
+    snprintf(tsvc, sizeof tsvc, "%s/lib/systemd/system/tickd@.service", prefix);
+    snprintf(tsock, sizeof tsock, "%s/lib/systemd/system/tickd@.socket", prefix);
+    ck_assert_msg(strstr(tkit_slurp(tsvc),
+                         xfmt("\nExecStart=%s/bin/tickd --config %s/tickd/%%i.ini ", prefix, etc)),
+                  "installed tickd@.service: ExecStart does not follow PREFIX/SYSCONFDIR");
+
     const char *env[] = {xfmt("MANPATH=%s/share/man", prefix),
                          "SYSTEMD_PAGER=", "-SYSTEMD_LOG_LEVEL", NULL};
-    const char *verify[] = {analyze, "verify", svc, sock, NULL};
+    const char *verify[] = {analyze, "verify", svc, sock, tsvc, tsock, NULL};
     rc = run_cmd(verify, env, &out, 60);
     ck_assert_msg(rc == 0 && out[0] == '\0', "systemd-analyze verify (exit %d) printed:\n%s", rc,
                   out);
 
-    /* --threshold counts tenths: 10 means an exposure of 1.0. */
-    const char *sec[] = {analyze, "security", "--offline=true", "--threshold=10", "--no-pager",
-                         svc,     NULL};
-    rc = run_cmd(sec, env, &out, 60);
-    const char *ov = strstr(out, "Overall exposure level for tickd.service: ");
-    ck_assert_msg(ov, "no overall exposure in:\n%s", out);
-    double level = strtod(ov + strlen("Overall exposure level for tickd.service: "), NULL);
-    ck_assert_msg(rc == 0 && level <= 1.0, "exposure %.1f (exit %d):\n%s", level, rc, out);
+    /* --threshold counts tenths: 10 means an exposure of 1.0.  The
+     * template (analyzed as its instance "i") scores as low as the
+     * singleton. */
+    double level[2];
+    const char *units[2] = {svc, tsvc};
+    const char *names[2] = {"tickd.service", "tickd@i.service"};
+    for (int u = 0; u < 2; u++) {
+        const char *sec[] = {analyze, "security", "--offline=true", "--threshold=10",
+                             "--no-pager", units[u], NULL};
+        rc = run_cmd(sec, env, &out, 60);
+        const char *head = xfmt("Overall exposure level for %s: ", names[u]);
+        const char *ov = strstr(out, head);
+        ck_assert_msg(ov, "no overall exposure in:\n%s", out);
+        level[u] = strtod(ov + strlen(head), NULL);
+        ck_assert_msg(rc == 0 && level[u] <= 1.0, "%s: exposure %.1f (exit %d):\n%s", names[u],
+                      level[u], rc, out);
+    }
+    ck_assert_msg(level[1] <= level[0], "tickd@.service exposure %.1f, tickd.service %.1f",
+                  level[1], level[0]);
 }
 END_TEST
 
@@ -1134,6 +1195,8 @@ START_TEST(systemd_install_layout)
         {"/usr/local/share/man/man1/tickd-load.1", 0644},
         {"/usr/local/lib/systemd/system/tickd.service", 0644},
         {"/usr/local/lib/systemd/system/tickd.socket", 0644},
+        {"/usr/local/lib/systemd/system/tickd@.service", 0644},
+        {"/usr/local/lib/systemd/system/tickd@.socket", 0644},
         {"/usr/local/lib/sysusers.d/tickd.conf", 0644},
         {"/etc/tickd/tickd.ini", 0644},
     };
@@ -1147,6 +1210,8 @@ START_TEST(systemd_install_layout)
     }
     ck_assert_str_eq(tkit_slurp(xfmt("%s/usr/local/lib/systemd/system/tickd.service", dest)),
                      read_repo_file("systemd/tickd.service"));
+    ck_assert_str_eq(tkit_slurp(xfmt("%s/usr/local/lib/systemd/system/tickd@.service", dest)),
+                     read_repo_file("systemd/tickd@.service"));
 
     /* The installed config: the service's paths, and valid. */
     const char *ini_path = xfmt("%s/etc/tickd/tickd.ini", dest);

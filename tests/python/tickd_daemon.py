@@ -46,6 +46,36 @@ def binary():
     return path
 
 
+def tool(name):
+    """$BUILD/NAME (tickctl, tickd-load), as binary() finds tickd."""
+    path = os.path.join(ROOT, os.environ.get("BUILD") or "build", name)
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(f"{name} binary {path} not found (build it: make {path})")
+    return path
+
+
+def answers(sock):
+    """True when engine.info answers on the socket `sock` (a raw exchange, so
+    the client under test is not what says the daemon is ready)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(scale(2.0))
+        s.connect(sock)
+        s.sendall(b'{"jsonrpc":"2.0","id":"ready","method":"engine.info"}\n')
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                return False
+            data += chunk
+        reply = json.loads(data)
+        return reply.get("id") == "ready" and "result" in reply
+    except (OSError, ValueError):
+        return False
+    finally:
+        s.close()
+
+
 def _die_with_parent():
     """In the child: SIGKILL when the test process dies (PR_SET_PDEATHSIG)."""
     try:
@@ -56,9 +86,11 @@ def _die_with_parent():
 
 class Daemon:
     """tickd on a config of DEFAULTS edited by `config` ({"section.key": value,
-    None deletes}); "@DIR@" in values is the daemon's directory."""
+    None deletes}); "@DIR@" in values is the daemon's directory.  `env` adds
+    variables to its environment (systemd's and Agones' are removed from the
+    inherited one)."""
 
-    def __init__(self, config=None, args=None, wait=True):
+    def __init__(self, config=None, args=None, wait=True, env=None):
         base = os.environ.get("TMPDIR") or "/tmp"
         self.dir = tempfile.mkdtemp(prefix="tickd-py-", dir=base)
         kv = dict(DEFAULTS)
@@ -81,9 +113,12 @@ class Daemon:
         else:
             self.sock = os.path.join(self.dir, sock)
             os.makedirs(os.path.dirname(self.sock), exist_ok=True)  # make run's mkdir -p run
+        env_extra = env
         env = {k: v for k, v in os.environ.items()
                if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS",
-                            "LISTEN_PID", "LISTEN_FDNAMES", "TICKD_SOCKET")}
+                            "LISTEN_PID", "LISTEN_FDNAMES", "TICKD_SOCKET",
+                            "AGONES_SDK_HTTP_PORT")}
+        env.update(env_extra or {})
         self.out_path = os.path.join(self.dir, "stdout.log")
         self.err_path = os.path.join(self.dir, "stderr.log")
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
@@ -98,29 +133,12 @@ class Daemon:
                 raise
 
     def stderr(self):
+        """Everything it wrote to stderr (kept after stop() removed its
+        directory)."""
+        if getattr(self, "final_stderr", None) is not None:
+            return self.final_stderr
         with open(self.err_path, errors="replace") as f:
             return f.read()
-
-    def _answers(self):
-        """True when engine.info answers on the socket (a raw exchange, so the
-        client under test is not what says the daemon is ready)."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.settimeout(scale(2.0))
-            s.connect(self.sock)
-            s.sendall(b'{"jsonrpc":"2.0","id":"ready","method":"engine.info"}\n')
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    return False
-                data += chunk
-            reply = json.loads(data)
-            return reply.get("id") == "ready" and "result" in reply
-        except (OSError, ValueError):
-            return False
-        finally:
-            s.close()
 
     def wait_ready(self):
         deadline = time.monotonic() + scale(10.0)
@@ -128,7 +146,7 @@ class Daemon:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"tickd exited with {self.proc.returncode} before it was "
                                    f"ready; stderr:\n{self.stderr()}")
-            if self._answers():
+            if answers(self.sock):
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"tickd not ready on {self.sock}; stderr:\n{self.stderr()}")
@@ -155,6 +173,7 @@ class Daemon:
             raise RuntimeError(f"tickd exited with {rc}; stderr:\n{self.stderr()}")
         if os.path.lexists(self.sock):
             raise RuntimeError(f"tickd left its socket {self.sock} behind")
+        self.final_stderr = self.stderr()
         shutil.rmtree(self.dir, ignore_errors=True)
         return rc
 
