@@ -3,9 +3,13 @@
  * entities have (extras).
  *
  * The id table maps an id to its entity's actor row: a hash table of blocks
- * of TKS_IDB consecutive ids (sim_int.h).  Both it and the block list grow
+ * of TKS_IDB consecutive ids (sim_int.h), narrow (a chunk and a row index
+ * per id) or wide (a row pointer per id).  Both it and the block list grow
  * with the live entities, never with the ids' values: a snapshot may name
- * any id below 2^53.  Ids come from a counter that only grows, so blocks are
+ * any id below 2^53.  Rows move only by compaction (store.c), which tells
+ * the table (tks__id_move): a move within the chunk rewrites a row index, a
+ * move to another chunk widens a narrow block, and a wide block whose
+ * entities end up in one chunk is narrowed again.  Ids come from a counter that only grows, so blocks are
  * created in id order and the block list is sorted, except after restores
  * (a snapshot's ids come in any order): a walk sorts it first, unless another
  * walk is under way.  A freed block leaves a NULL in the list (found through
@@ -28,6 +32,112 @@ static inline size_t id_hash(uint64_t id)
     return (size_t)id;
 }
 
+/* ---- blocks: narrow and wide ---------------------------------------------------- */
+
+static size_t blk_bytes(bool wide)
+{
+    return offsetof(tks_idblock, slot) + TKS_IDB * (wide ? sizeof(tks_obj *) : sizeof(uint16_t));
+}
+
+static inline uint16_t *blk_rows(tks_idblock *b) { return (uint16_t *)b->slot; }
+static inline tks_obj **blk_objs(tks_idblock *b) { return (tks_obj **)b->slot; }
+
+/* The row of slot i of `b`, or NULL. */
+static inline tks_obj *blk_get(tks_idblock *b, unsigned i)
+{
+    if (b->wide)
+        return blk_objs(b)[i];
+    uint16_t r = blk_rows(b)[i];
+    return r == TKS_IDB_NONE ? NULL : &b->ch->hdr[r];
+}
+
+/* Put `nb` where `sl`'s block was (hash slot and block list) and free the
+ * old one. */
+static void blk_replace(tks_sim *s, tks_idslot *sl, tks_idblock *nb)
+{
+    tk_free(sl->b);
+    sl->b = nb;
+    s->blist[nb->li] = nb;
+}
+
+/* A narrow block whose rows are about to leave its chunk: a pointer per id. */
+static tks_idblock *blk_widen(tks_sim *s, tks_idslot *sl)
+{
+    tks_idblock *b = sl->b, *w = tk_malloc(blk_bytes(true));
+    memcpy(w, b, offsetof(tks_idblock, slot));
+    w->wide = 1;
+    w->n_ch = 0;
+    for (unsigned i = 0; i < TKS_IDB; i++) {
+        blk_objs(w)[i] = blk_get(b, i);
+        w->n_ch += blk_objs(w)[i] != NULL;
+    }
+    blk_replace(s, sl, w);
+    return w;
+}
+
+/* A wide block's rows are all in its chunk again (n_ch == live): narrow. */
+static void blk_narrow(tks_sim *s, tks_idslot *sl)
+{
+    tks_idblock *b = sl->b, *n = tk_malloc(blk_bytes(false));
+    memcpy(n, b, offsetof(tks_idblock, slot));
+    n->wide = 0;
+    n->n_ch = 0;
+    for (unsigned i = 0; i < TKS_IDB; i++) {
+        tks_obj *o = blk_objs(b)[i];
+        TKS_ALWAYS(!o || tks_chunk_of(o) == b->ch);
+        blk_rows(n)[i] = o ? o->row : TKS_IDB_NONE;
+    }
+    blk_replace(s, sl, n);
+}
+
+/* Slot i of wide block `b` becomes `o` (NULL: none), keeping n_ch. */
+static void wide_set(tks_idblock *b, unsigned i, tks_obj *o)
+{
+    tks_obj **e = blk_objs(b);
+    if (e[i] && tks_chunk_of(e[i]) == b->ch)
+        b->n_ch--;
+    e[i] = o;
+    if (o && tks_chunk_of(o) == b->ch)
+        b->n_ch++;
+}
+
+/* After a change to a wide block (live > 0): narrow it if its rows are all in
+ * its chunk; if none is, count them in the chunk of its first entity
+ * (O(TKS_IDB), once per time the chunk it counted in empties of its rows). */
+static void wide_settle(tks_sim *s, tks_idslot *sl)
+{
+    tks_idblock *b = sl->b;
+    if (b->n_ch == 0) {
+        tks_obj **e = blk_objs(b);
+        b->ch = NULL;
+        for (unsigned i = 0; i < TKS_IDB; i++) {
+            if (!e[i])
+                continue;
+            if (!b->ch)
+                b->ch = tks_chunk_of(e[i]);
+            b->n_ch += tks_chunk_of(e[i]) == b->ch;
+        }
+    }
+    if (b->n_ch == b->live)
+        blk_narrow(s, sl);
+}
+
+/* Slot i of the block of `sl` becomes row `o` (not NULL). */
+static void blk_set(tks_sim *s, tks_idslot *sl, unsigned i, tks_obj *o)
+{
+    tks_idblock *b = sl->b;
+    if (!b->wide) {
+        if (tks_chunk_of(o) == b->ch) {
+            TKS_ALWAYS(o->row < TKS_IDB_NONE);
+            blk_rows(b)[i] = o->row;
+            return;
+        }
+        b = blk_widen(s, sl);
+    }
+    wide_set(b, i, o);
+    wide_settle(s, sl);
+}
+
 /* ---- the id table -------------------------------------------------------------- */
 
 /* The slot of the block holding `id`, or NULL. */
@@ -48,7 +158,7 @@ static tks_idslot *id_slot(const tks_sim *s, tks_id id)
 tks_obj *tks__entity(const tks_sim *s, tks_id id)
 {
     tks_idslot *sl = id_slot(s, id);
-    return sl ? sl->b->e[id & (TKS_IDB - 1)] : NULL;
+    return sl ? blk_get(sl->b, id & (TKS_IDB - 1)) : NULL;
 }
 
 const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
@@ -129,31 +239,44 @@ void tks__id_put(tks_sim *s, tks_id id, tks_obj *o)
                     ids_insert_raw(s, old[i].key, old[i].b);
             tk_free(old);
         }
-        tks_idblock *b = tk_calloc(1, sizeof *b);
+        /* A new block is narrow, in the chunk of its first row. */
+        tks_idblock *b = tk_malloc(blk_bytes(false));
+        memset(b, 0, offsetof(tks_idblock, slot));
+        memset(b->slot, 0xff, TKS_IDB * sizeof(uint16_t));
         b->key = (id >> TKS_IDB_BITS) + 1;
+        b->ch = tks_chunk_of(o);
         ids_insert_raw(s, b->key, b);
         blist_add(s, b);
         s->n_blocks++;
         sl = id_slot(s, id);
     }
-    sl->b->e[id & (TKS_IDB - 1)] = o;
+    TKS_ALWAYS(!blk_get(sl->b, id & (TKS_IDB - 1)));
     sl->b->live++;
+    blk_set(s, sl, id & (TKS_IDB - 1), o);
 }
 
 void tks__id_move(tks_sim *s, tks_id id, tks_obj *o)
 {
     tks_idslot *sl = id_slot(s, id);
-    TKS_ALWAYS(sl && sl->b->e[id & (TKS_IDB - 1)]);
-    sl->b->e[id & (TKS_IDB - 1)] = o;
+    TKS_ALWAYS(sl && blk_get(sl->b, id & (TKS_IDB - 1)));
+    blk_set(s, sl, id & (TKS_IDB - 1), o);
 }
 
 void tks__id_drop(tks_sim *s, tks_id id)
 {
     tks_idslot *sl = id_slot(s, id);
     tks_idblock *blk = sl->b;
-    blk->e[id & (TKS_IDB - 1)] = NULL;
-    if (--blk->live)
+    unsigned i0 = id & (TKS_IDB - 1);
+    TKS_ALWAYS(blk_get(blk, i0));
+    if (blk->wide)
+        wide_set(blk, i0, NULL);
+    else
+        blk_rows(blk)[i0] = TKS_IDB_NONE;
+    if (--blk->live) {
+        if (blk->wide)
+            wide_settle(s, sl);
         return;
+    }
     /* The block's last entity: free it; backward-shift deletion of its
      * slot (no tombstones, lookups stay short). */
     s->blist[blk->li] = NULL;
@@ -207,7 +330,7 @@ tks_obj *tks__iter_next(tks_sim *s, tks_iter *it)
         /* Re-read the block each step: the callback may have freed it. */
         tks_idblock *b = s->blist[it->bi];
         while (b && it->slot < TKS_IDB) {
-            tks_obj *o = b->e[it->slot++];
+            tks_obj *o = blk_get(b, it->slot++);
             if (o)
                 return o;
         }

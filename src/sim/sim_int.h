@@ -95,7 +95,7 @@ typedef struct tks_chunk {
     unsigned char *states;    /* cap states, `stride` bytes apart, 64-aligned   */
     size_t stride;            /* = st->stride                                   */
     uint32_t n;               /* rows in use, dead ones included                */
-    uint32_t cap;             /* rows it holds (<= 65536)                       */
+    uint32_t cap;             /* rows it holds (<= 65535)                       */
     uint32_t n_dead;          /* dead rows among the n                          */
     uint32_t index;           /* position in st->chunks                         */
     tks_obj hdr[];            /* cap headers; the states follow                 */
@@ -199,23 +199,41 @@ typedef struct tks_extra {
 
 /*
  * Entities by id: a hash table of blocks of TKS_IDB consecutive ids (open
- * addressing, load <= 1/2), each slot the actor's row.  Memory follows live
- * entities whatever the ids (a lone id costs one block), and dense ids - the
- * common case, a counter that only grows - cost a table TKS_IDB times smaller
- * than one slot per entity.  The blocks are also listed (blist), sorted by
- * id unless restores added some out of order, for walks in id order.
+ * addressing, load <= 1/2).  Memory follows live entities whatever the ids (a
+ * lone id costs one block), and dense ids - the common case, a counter that
+ * only grows - cost a table TKS_IDB times smaller than one slot per entity.
+ * The blocks are also listed (blist), sorted by id unless restores added some
+ * out of order, for walks in id order.
+ *
+ * A block is narrow or wide.  A narrow block's entities' rows are all in one
+ * chunk, `ch`: each id keeps its row index there (2 bytes, TKS_IDB_NONE where
+ * no entity), so the row is &ch->hdr[row], found in one step as a pointer
+ * would be.  That is the common case: a spawn appends its actors' rows in id
+ * order, and compaction slides rows within their chunk.  A block whose
+ * entities' rows are in different chunks (classes interleaved in id order,
+ * ids on both sides of a chunk's end, chunks merged by compaction) is wide:
+ * a pointer per id.  A wide block counts its entities whose rows are in `ch`
+ * (n_ch), and becomes narrow again when that is all of them.
  */
-#define TKS_IDB_BITS 6 /* 64 ids a block: 8.5 bytes per dense entity (16: 10), a lone
-                          id 528 bytes (16: 144); measured over 1M movers, the
-                          whole table costs 9.7 bytes per entity (16: 13.9) */
+#define TKS_IDB_BITS 8 /* 256 ids a block: a dense narrow block costs 2.1 bytes per
+                          entity (wide: 8.1), a lone id 544 bytes; measured over
+                          1M movers, the whole table costs 2.9 bytes per entity
+                          (blocks of 64 pointers: 9.7) */
 #define TKS_IDB (1u << TKS_IDB_BITS)
+#define TKS_IDB_NONE 0xffffu /* a narrow block's slot without an entity (rows of a
+                                chunk are below it: store.c's ROWS_MAX) */
 
 typedef struct tks_idblock {
-    tks_obj *e[TKS_IDB];      /* actor rows, NULL where no entity              */
     uint64_t key;             /* (first id >> TKS_IDB_BITS) + 1                 */
-    uint32_t live;            /* entities in it                                 */
-    uint32_t li;              /* its index in blist                             */
+    uint16_t live;            /* entities in it                                 */
+    uint16_t n_ch;            /* wide: entities whose rows are in ch            */
+    uint32_t li : 31;         /* its index in blist                             */
+    uint32_t wide : 1;        /* slots are row pointers, not row indexes        */
+    tks_chunk *ch;            /* narrow: the chunk of every entity's row        */
+    uint64_t slot[];          /* narrow: uint16_t rows[TKS_IDB] (TKS_IDB_NONE =
+                                 none); wide: tks_obj *[TKS_IDB] (NULL = none)  */
 } tks_idblock;
+_Static_assert(TKS_IDB <= 0xffffu, "a block's counts are 16 bits");
 
 typedef struct tks_idslot {
     uint64_t key;             /* 0 = empty */

@@ -7,8 +7,8 @@
  * level, row index, role, flags) and, 64-byte aligned after it, an array of
  * states `stride` bytes apart (the class's state_size rounded up to 8).  A
  * class's first chunk has 16 rows, each next one twice as many up to about
- * 4 MiB (at most 65536 rows; a state of 1 MiB gets four rows per chunk):
- * 65536 movers (48-byte states).  Chunks are big because a jump from one
+ * 4 MiB (at most 65535 rows; a state of 1 MiB gets four rows per chunk):
+ * 65535 movers (48-byte states).  Chunks are big because a jump from one
  * chunk's states to the next's costs the stream its prefetch: measured on
  * this project's machine, a loop over 1M movers in chunks of 900 rows took
  * 1.6 - 1.9x the time of one contiguous array, 1.2x with 3640 rows, 1.0 -
@@ -59,7 +59,9 @@
 
 #define CHUNK_BYTES      (4096u * 1024u) /* target size of a full-size chunk     */
 #define CHUNK_FIRST_ROWS 16u             /* rows of a class's first chunk           */
-#define ROWS_MAX         65536u          /* rows a chunk can index (tkp_obj.row)    */
+#define ROWS_MAX         65535u          /* rows a chunk can index (tkp_obj.row; the
+                                            id table's TKS_IDB_NONE is not a row)   */
+_Static_assert(ROWS_MAX <= TKS_IDB_NONE, "a chunk's rows are below the id table's none");
 
 static void chunk_free(const tks_store *st, tks_chunk *c);
 

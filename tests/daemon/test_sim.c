@@ -3,11 +3,13 @@
  * the sim's API: destroys leave storage dense and survivors' states intact,
  * batch ticks give exactly what one-by-one ticks give, a class's batch gets
  * its run's own states, instances that move keep their timers, and the
- * compact header's links (tick slot, level index, 53-bit id) read back.  Worlds
+ * compact header's links (tick slot, level index, 53-bit id) read back, and
+ * the id table finds every entity's row as rows move.  Worlds
  * run unpaced with a fixed dt; nothing here depends on wall-clock time.
  */
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -572,6 +574,200 @@ START_TEST(sim_header_links)
 }
 END_TEST
 
+/* ---- the id table under moves ----------------------------------------------------------- */
+
+/* The live entities as the test knows them: id -> class (0 mover, 1 counter). */
+typedef struct idref {
+    tks_id *id;
+    int *cls;
+    size_t n, cap;
+} idref;
+
+static void ref_add(idref *r, tks_id id, int cls)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 1024;
+        r->id = realloc(r->id, r->cap * sizeof *r->id);
+        r->cls = realloc(r->cls, r->cap * sizeof *r->cls);
+    }
+    r->id[r->n] = id;
+    r->cls[r->n++] = cls;
+}
+
+static const char *const ref_cls[2] = {"mover", "counter"};
+
+static void ref_spawn(world *w, idref *r, int cls, uint64_t count, const char *level)
+{
+    tks_spawn_req q;
+    tks_spawn_req_init(&q);
+    q.cls = ref_cls[cls];
+    q.count = count;
+    q.level = level;
+    tks_id first;
+    char err[TKS_ERR_MAX];
+    ck_assert_msg(tks_spawn(w->s, &q, &first, err) == 0, "spawn: %s", err);
+    for (uint64_t k = 0; k < count; k++)
+        ref_add(r, first + k, cls);
+}
+
+/* Restore an entity under `id` unless it is taken (by the world or `r`). */
+static void ref_restore(world *w, idref *r, tks_id id, int cls)
+{
+    if (tks_entity_get(w->s, id))
+        return;
+    tks_entity_restore er;
+    memset(&er, 0, sizeof er);
+    er.id = id;
+    er.cls = ref_cls[cls];
+    er.dilation = 1;
+    er.life_remaining = -1;
+    tk_tick_spec_default(&er.fn.spec);
+    char err[TKS_ERR_MAX];
+    ck_assert_msg(tks_restore_entity(w->s, &er, err) == 0, "restore %llu: %s",
+                  (unsigned long long)id, err);
+    ref_add(r, id, cls);
+}
+
+/* Destroy about `frac` of the entities `r` holds (chosen by `seed`). */
+static void ref_destroy(world *w, idref *r, double frac, uint64_t *seed)
+{
+    tks_id *gone = malloc((r->n + 1) * sizeof *gone);
+    size_t m = 0, k = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        if ((double)(rng(seed) % 1000) < frac * 1000) {
+            gone[m++] = r->id[i];
+        } else {
+            r->id[k] = r->id[i];
+            r->cls[k++] = r->cls[i];
+        }
+    }
+    r->n = k;
+    size_t done;
+    char err[TKS_ERR_MAX];
+    ck_assert_int_eq(tks_destroy(w->s, gone, m, &done, err), 0);
+    ck_assert_uint_eq(done, m);
+    for (size_t i = 0; i < m; i++)
+        ck_assert_ptr_null(tks_entity_get(w->s, gone[i]));
+    free(gone);
+}
+
+typedef struct walk {
+    tks_id *ids;
+    size_t n;
+} walk;
+
+static void walk_one(void *ud, const tks_entity *e)
+{
+    walk *wk = ud;
+    wk->ids[wk->n++] = tks_entity_id(e);
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+    tks_id x = *(const tks_id *)a, y = *(const tks_id *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Every entity of `r` is found by its id, with its class and its own tick
+ * function; the neighbours of each id that `r` lacks are not found; a walk
+ * in id order gives exactly `r`'s ids, sorted. */
+static void ref_check(world *w, const idref *r, const char *when)
+{
+    ck_assert_uint_eq(tks_entity_count(w->s), r->n);
+    tks_id *sorted = malloc((r->n + 1) * sizeof *sorted);
+    memcpy(sorted, r->id, r->n * sizeof *sorted);
+    qsort(sorted, r->n, sizeof *sorted, id_cmp);
+    for (size_t i = 0; i < r->n; i++) {
+        const tks_entity *e = tks_entity_get(w->s, r->id[i]);
+        ck_assert_msg(e != NULL, "%s: entity %llu not found", when, (unsigned long long)r->id[i]);
+        ck_assert_msg(tks_entity_id(e) == r->id[i], "%s: id %llu gives the row of %llu", when,
+                      (unsigned long long)r->id[i], (unsigned long long)tks_entity_id(e));
+        ck_assert_str_eq(tks_class_name(tks_entity_class(e)), ref_cls[r->cls[i]]);
+        tk_tick_info ti;
+        ck_assert_int_eq(tk_tick_get(w->w, tks_entity_tick(e, -1), &ti), 0);
+        ck_assert_ptr_eq(ti.target, (const void *)e);
+        tks_id next = r->id[i] + 1;
+        if (!bsearch(&next, sorted, r->n, sizeof *sorted, id_cmp) && next < (1ull << 53))
+            ck_assert_msg(!tks_entity_get(w->s, next), "%s: %llu found", when,
+                          (unsigned long long)next);
+    }
+    walk wk = {malloc((r->n + 1) * sizeof *wk.ids), 0};
+    ck_assert_uint_eq(tks_entity_list(w->s, TK_LEVEL_NONE, NULL, 0, UINT64_MAX, walk_one, &wk),
+                      r->n);
+    ck_assert_uint_eq(wk.n, r->n);
+    ck_assert(!memcmp(wk.ids, sorted, r->n * sizeof *sorted));
+    free(wk.ids);
+    free(sorted);
+}
+
+/*
+ * The id table (a block of ids keeps row indexes while its entities' rows
+ * share a chunk, pointers otherwise) against a plain list of what lives: runs
+ * of one class, classes interleaved id by id, ids restored at random (lone,
+ * and clustered within a block in both classes), destroys that leave holes
+ * and chunks that compaction slides and merges, and a level removed with its
+ * entities.  After each step every entity is found by its id, with its own
+ * row, and nothing else is.
+ */
+START_TEST(sim_ids_follow_rows)
+{
+    world w = world_new();
+    idref r = {0};
+    uint64_t seed = 1811;
+    char err[TKS_ERR_MAX];
+    ck_assert_int_eq(tks_level_add(w.s, "a", err), 0);
+    for (int round = 0; round < 4; round++) {
+        char when[64];
+        /* Runs of one class, across chunk ends (chunks of 16, 32, ... rows). */
+        ref_spawn(&w, &r, 0, 700 + 37 * (uint64_t)round, NULL);
+        ref_spawn(&w, &r, 1, 300, round == 1 ? "a" : NULL);
+        /* Interleaved id by id. */
+        for (int k = 0; k < 600; k++)
+            ref_spawn(&w, &r, (int)(rng(&seed) % 2), 1, k % 5 == 0 && round == 1 ? "a" : NULL);
+        /* Restored ids: lone ones anywhere below 2^53, and a cluster. */
+        tks_id base = (rng(&seed) % (1ull << 40)) << 8;
+        for (int k = 0; k < 200; k++) {
+            ref_restore(&w, &r, 1 + rng(&seed) % ((1ull << 53) - 2), k % 2);
+            ref_restore(&w, &r, base + rng(&seed) % 700, (int)(rng(&seed) % 2));
+        }
+        tks_restore_done(w.s);
+        snprintf(when, sizeof when, "round %d, spawned", round);
+        ref_check(&w, &r, when);
+        frames(&w, 2);
+        ref_destroy(&w, &r, round == 2 ? 0.9 : 0.4, &seed);
+        snprintf(when, sizeof when, "round %d, destroyed", round);
+        ref_check(&w, &r, when);
+        /* Compaction slides rows down and merges chunks between frames. */
+        frames(&w, 3);
+        snprintf(when, sizeof when, "round %d, compacted", round);
+        ref_check(&w, &r, when);
+        if (round == 1) {
+            tk_level_id a;
+            ck_assert_int_eq(tk_level_find(w.w, "a", &a), 0);
+            size_t k = 0;
+            for (size_t i = 0; i < r.n; i++) {
+                if (tks_entity_level(tks_entity_get(w.s, r.id[i])) == a)
+                    continue;
+                r.id[k] = r.id[i];
+                r.cls[k++] = r.cls[i];
+            }
+            r.n = k;
+            ck_assert_int_eq(tks_level_remove(w.s, "a", err), 0);
+            ck_assert_int_eq(tks_level_add(w.s, "a", err), 0);
+            frames(&w, 3);
+            ref_check(&w, &r, "level removed");
+        }
+    }
+    /* All gone. */
+    ref_destroy(&w, &r, 1.0, &seed);
+    ref_check(&w, &r, "all destroyed");
+    frames(&w, 2);
+    free(r.id);
+    free(r.cls);
+    world_free(&w);
+}
+END_TEST
+
 static Suite *sim_suite(void)
 {
     Suite *s = suite_create("sim");
@@ -582,6 +778,7 @@ static Suite *sim_suite(void)
     tcase_add_test(tc, sim_batch_gets_its_run);
     tcase_add_test(tc, sim_timers_follow_moved_instances);
     tcase_add_test(tc, sim_header_links);
+    tcase_add_test(tc, sim_ids_follow_rows);
     suite_add_tcase(s, tc);
     return s;
 }
