@@ -42,15 +42,6 @@ static size_t blk_bytes(bool wide)
 static inline uint16_t *blk_rows(tks_idblock *b) { return (uint16_t *)b->slot; }
 static inline tks_obj **blk_objs(tks_idblock *b) { return (tks_obj **)b->slot; }
 
-/* The row of slot i of `b`, or NULL. */
-static inline tks_obj *blk_get(tks_idblock *b, unsigned i)
-{
-    if (b->wide)
-        return blk_objs(b)[i];
-    uint16_t r = blk_rows(b)[i];
-    return r == TKS_IDB_NONE ? NULL : &b->ch->hdr[r];
-}
-
 /* Put `nb` where `sl`'s block was (hash slot and block list) and free the
  * old one. */
 static void blk_replace(tks_sim *s, tks_idslot *sl, tks_idblock *nb)
@@ -68,7 +59,7 @@ static tks_idblock *blk_widen(tks_sim *s, tks_idslot *sl)
     w->wide = 1;
     w->n_ch = 0;
     for (unsigned i = 0; i < TKS_IDB; i++) {
-        blk_objs(w)[i] = blk_get(b, i);
+        blk_objs(w)[i] = tks__idb_get(b, i);
         w->n_ch += blk_objs(w)[i] != NULL;
     }
     blk_replace(s, sl, w);
@@ -122,43 +113,23 @@ static void wide_settle(tks_sim *s, tks_idslot *sl)
         blk_narrow(s, sl);
 }
 
-/* Slot i of the block of `sl` becomes row `o` (not NULL). */
-static void blk_set(tks_sim *s, tks_idslot *sl, unsigned i, tks_obj *o)
+/* blk_set's other cases: a narrow block widened, or a wide one. */
+static __attribute__((noinline)) void blk_set_slow(tks_sim *s, tks_idslot *sl, unsigned i,
+                                                   tks_obj *o)
 {
-    tks_idblock *b = sl->b;
-    if (!b->wide) {
-        if (tks_chunk_of(o) == b->ch) {
-            TKS_ALWAYS(o->row < TKS_IDB_NONE);
-            blk_rows(b)[i] = o->row;
-            return;
-        }
-        b = blk_widen(s, sl);
-    }
+    tks_idblock *b = sl->b->wide ? sl->b : blk_widen(s, sl);
     wide_set(b, i, o);
     wide_settle(s, sl);
 }
 
-/* ---- the id table -------------------------------------------------------------- */
-
-/* The slot of the block holding `id`, or NULL. */
-static tks_idslot *id_slot(const tks_sim *s, tks_id id)
+/* Slot i of the block of `sl` becomes row `o` (not NULL). */
+static inline void blk_set(tks_sim *s, tks_idslot *sl, unsigned i, tks_obj *o)
 {
-    if (id == 0 || !s->ids_cap)
-        return NULL;
-    uint64_t key = (id >> TKS_IDB_BITS) + 1;
-    size_t m = s->ids_cap - 1, h = id_hash(key) & m;
-    while (s->ids[h].key) {
-        if (s->ids[h].key == key)
-            return &s->ids[h];
-        h = (h + 1) & m;
-    }
-    return NULL;
-}
-
-tks_obj *tks__entity(const tks_sim *s, tks_id id)
-{
-    tks_idslot *sl = id_slot(s, id);
-    return sl ? blk_get(sl->b, id & (TKS_IDB - 1)) : NULL;
+    tks_idblock *b = sl->b;
+    if (!b->wide && tks_chunk_of(o) == b->ch)
+        blk_rows(b)[i] = o->row; /* below TKS_IDB_NONE: store.c's ROWS_MAX */
+    else
+        blk_set_slow(s, sl, i, o);
 }
 
 const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
@@ -168,7 +139,7 @@ const tks_entity *tks_entity_get(const tks_sim *s, tks_id id)
 
 static void ids_insert_raw(tks_sim *s, uint64_t key, tks_idblock *b)
 {
-    size_t m = s->ids_cap - 1, h = id_hash(key) & m;
+    size_t m = s->ids_cap - 1, h = tks__idb_home(s, key);
     while (s->ids[h].key)
         h = (h + 1) & m;
     s->ids[h].key = key;
@@ -227,12 +198,14 @@ static void blist_add(tks_sim *s, tks_idblock *b)
 
 void tks__id_put(tks_sim *s, tks_id id, tks_obj *o)
 {
-    tks_idslot *sl = id_slot(s, id);
+    TKS_ALWAYS(id != 0);
+    tks_idslot *sl = tks__id_slot(s, id);
     if (!sl) {
         if ((s->n_blocks + 1) * 2 > s->ids_cap) {
             tks_idslot *old = s->ids;
             size_t ocap = s->ids_cap;
             s->ids_cap = ocap ? ocap * 2 : 64;
+            s->ids_shift = 64u - (unsigned)__builtin_ctzll(s->ids_cap);
             s->ids = tk_calloc(s->ids_cap, sizeof *s->ids);
             for (size_t i = 0; i < ocap; i++)
                 if (old[i].key)
@@ -248,26 +221,25 @@ void tks__id_put(tks_sim *s, tks_id id, tks_obj *o)
         ids_insert_raw(s, b->key, b);
         blist_add(s, b);
         s->n_blocks++;
-        sl = id_slot(s, id);
+        sl = tks__id_slot(s, id);
     }
-    TKS_ALWAYS(!blk_get(sl->b, id & (TKS_IDB - 1)));
     sl->b->live++;
     blk_set(s, sl, id & (TKS_IDB - 1), o);
 }
 
 void tks__id_move(tks_sim *s, tks_id id, tks_obj *o)
 {
-    tks_idslot *sl = id_slot(s, id);
-    TKS_ALWAYS(sl && blk_get(sl->b, id & (TKS_IDB - 1)));
+    tks_idslot *sl = tks__id_slot(s, id);
+    TKS_ALWAYS(sl && tks__idb_get(sl->b, id & (TKS_IDB - 1)));
     blk_set(s, sl, id & (TKS_IDB - 1), o);
 }
 
 void tks__id_drop(tks_sim *s, tks_id id)
 {
-    tks_idslot *sl = id_slot(s, id);
+    tks_idslot *sl = tks__id_slot(s, id);
     tks_idblock *blk = sl->b;
     unsigned i0 = id & (TKS_IDB - 1);
-    TKS_ALWAYS(blk_get(blk, i0));
+    TKS_ALWAYS(tks__idb_get(blk, i0));
     if (blk->wide)
         wide_set(blk, i0, NULL);
     else
@@ -288,7 +260,7 @@ void tks__id_drop(tks_sim *s, tks_id id)
         j = (j + 1) & m;
         if (!s->ids[j].key)
             break;
-        size_t h = id_hash(s->ids[j].key) & m;
+        size_t h = tks__idb_home(s, s->ids[j].key);
         if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
             continue;
         s->ids[i] = s->ids[j];
@@ -308,6 +280,7 @@ void tks__ids_free(tks_sim *s)
     s->ids = NULL;
     s->n_blist = s->cap_blist = s->n_blist_dead = 0;
     s->ids_cap = s->n_blocks = 0;
+    s->ids_shift = 0;
     s->blist_max = 0;
     s->blist_unsorted = false;
 }
@@ -330,7 +303,7 @@ tks_obj *tks__iter_next(tks_sim *s, tks_iter *it)
         /* Re-read the block each step: the callback may have freed it. */
         tks_idblock *b = s->blist[it->bi];
         while (b && it->slot < TKS_IDB) {
-            tks_obj *o = blk_get(b, it->slot++);
+            tks_obj *o = tks__idb_get(b, it->slot++);
             if (o)
                 return o;
         }

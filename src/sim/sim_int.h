@@ -269,6 +269,8 @@ struct tks_sim {
     size_t compact_next;       /* class the next compaction pass starts with    */
     tks_idslot *ids;           /* id block -> block, open addressing            */
     size_t ids_cap;            /* power of two, 0 = none yet                    */
+    unsigned ids_shift;        /* 64 - log2(ids_cap): a key's home slot is the
+                                  top bits of key * TKS_IDB_MUL                 */
     size_t n_blocks;           /* blocks in use                                 */
     tks_idblock **blist;       /* blocks for walks in id order; NULL: freed     */
     size_t n_blist, cap_blist, n_blist_dead;
@@ -310,6 +312,47 @@ struct tks_sim {
 /* May class c's hooks run on this thread?  (tks_class_hooks_anywhere) */
 static inline bool tks__frame_only(const tks_class *c) { return !tks_class_hooks_anywhere(c); }
 
+/* ---- the id table's lookup (ids.c; inline: a follower makes one a tick) ---------- */
+
+/* Fibonacci hashing of block keys: consecutive keys (dense ids) land far
+ * apart, so probes stay short, in a multiply and a shift. */
+#define TKS_IDB_MUL 0x9e3779b97f4a7c15ull
+
+static inline size_t tks__idb_home(const tks_sim *s, uint64_t key)
+{
+    return (size_t)((key * TKS_IDB_MUL) >> s->ids_shift);
+}
+
+/* The hash slot of the block holding `id`, or NULL.  Id 0 needs no test: it
+ * is never put, so its slot in block 1 is empty. */
+static inline tks_idslot *tks__id_slot(const tks_sim *s, tks_id id)
+{
+    if (!s->ids_cap)
+        return NULL;
+    uint64_t key = (id >> TKS_IDB_BITS) + 1;
+    size_t m = s->ids_cap - 1, h = tks__idb_home(s, key);
+    for (; s->ids[h].key; h = (h + 1) & m)
+        if (s->ids[h].key == key)
+            return &s->ids[h];
+    return NULL;
+}
+
+/* The row of slot i of block `b`, or NULL. */
+static inline tks_obj *tks__idb_get(const tks_idblock *b, unsigned i)
+{
+    if (b->wide)
+        return ((tks_obj *const *)b->slot)[i];
+    uint16_t r = ((const uint16_t *)b->slot)[i];
+    return r == TKS_IDB_NONE ? NULL : &b->ch->hdr[r];
+}
+
+/* The actor row of entity `id`, or NULL. */
+static inline tks_obj *tks__entity(const tks_sim *s, tks_id id)
+{
+    tks_idslot *sl = tks__id_slot(s, id);
+    return sl ? tks__idb_get(sl->b, id & (TKS_IDB - 1)) : NULL;
+}
+
 /* The sim of a world (kept as the world's user pointer). */
 static inline tks_sim *tks_of_world(tk_world_t *w) { return tk_world_user(w); }
 
@@ -330,7 +373,6 @@ static inline tks_sim *tks_row_sim(const tks_obj *o) { return tks_chunk_of(o)->s
 
 /* ---- ids.c ------------------------------------------------------------------------ */
 
-tks_obj *tks__entity(const tks_sim *s, tks_id id);
 void tks__id_put(tks_sim *s, tks_id id, tks_obj *o);
 /* The actor row of `id` moved to `o`. */
 void tks__id_move(tks_sim *s, tks_id id, tks_obj *o);
