@@ -217,7 +217,7 @@ typedef struct tks_extra {
  */
 #define TKS_IDB_BITS 8 /* 256 ids a block: a dense narrow block costs 2.1 bytes per
                           entity (wide: 8.1), a lone id 544 bytes; measured over
-                          1M movers, the whole table costs 2.9 bytes per entity
+                          1M movers, the whole table costs 2.8 bytes per entity
                           (blocks of 64 pointers: 9.7) */
 #define TKS_IDB (1u << TKS_IDB_BITS)
 #define TKS_IDB_NONE 0xffffu /* a narrow block's slot without an entity (rows of a
