@@ -193,6 +193,15 @@ void tk_engine_add_work(tk_engine_t *e, tk_work_kind kind, uint64_t ns);
 /* While set, frames are not paced (Minecraft's /tick sprint). */
 void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced);
 
+/*
+ * Replaying a recorded run: the next frame's raw dt (step 2) is exactly
+ * `raw_dt_ns`, the raw dt a recorded frame had (tk_frame_info.raw_dt_ns),
+ * whatever the clock, fixed_dt and max_dt say.  It applies to one frame;
+ * set it again before each.  Pacing is unchanged (tick rate 0 or
+ * tk_engine_set_unpaced for none), and statistics still read the clock.
+ */
+void tk_engine_set_next_dt(tk_engine_t *e, uint64_t raw_dt_ns);
+
 /* Frames completed (the frame counter). */
 uint64_t tk_engine_frame_count(const tk_engine_t *e);
 /* Monotonic ns from the engine's clock. */

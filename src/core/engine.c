@@ -44,6 +44,9 @@ struct tk_engine {
     bool stop;               /* tk_engine_stop called                      */
     bool started;            /* a frame has run                            */
     bool deferred;           /* in the request hooks (tk__engine_deferred) */
+    bool next_dt_set;        /* tk_engine_set_next_dt: next_dt_ns is the
+                                next frame's raw dt                        */
+    uint64_t next_dt_ns;
 
     tk_clock_fn clock;
     void *clock_ud;
@@ -258,6 +261,10 @@ int tk_engine_frame(tk_engine_t *e)
     uint64_t raw = e->fixed_dt_ns ? e->fixed_dt_ns : real;
     if (e->max_dt_ns && raw > e->max_dt_ns)
         raw = e->max_dt_ns;
+    if (e->next_dt_set) {
+        raw = e->next_dt_ns;
+        e->next_dt_set = false;
+    }
     if (!period)
         deadline = 0;
     if (period && e->pacing == TK_PACING_STEADY) {
@@ -392,6 +399,12 @@ int tk_engine_set_pacing(tk_engine_t *e, tk_pacing p)
 tk_pacing tk_engine_pacing(const tk_engine_t *e) { return e->pacing; }
 
 void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced) { e->unpaced = unpaced; }
+
+void tk_engine_set_next_dt(tk_engine_t *e, uint64_t raw_dt_ns)
+{
+    e->next_dt_ns = raw_dt_ns;
+    e->next_dt_set = true;
+}
 
 uint64_t tk_engine_frame_count(const tk_engine_t *e) { return e->world->frame; }
 uint64_t tk_engine_now(const tk_engine_t *e) { return e->clock(e->clock_ud); }

@@ -42,6 +42,8 @@ struct tk_world {
     bool paused;             /* requested pause state                      */
     bool frame_paused;       /* the current/last frame is a pause frame    */
     bool in_frame;           /* inside tk__world_tick                      */
+    bool ticked;             /* the world ticked; the frame has not ended
+                                (tk__world_end_frame): tk_world_frames_done */
     uint64_t steps;          /* frames to run unpaused while paused        */
 
     /* levels: slot 0 unused so that TK_LEVEL_NONE == 0 */
