@@ -174,7 +174,9 @@ size_t tk_timer_free_slots(const tk_world_t *w, uint32_t *out, size_t cap);
  * Put back the handle allocation state: the serial and the free slots (as
  * tk_timer_free_slots reported them).  Each listed slot must be free and
  * below TK_TIMER_MAX, and listed once; free records not listed follow the
- * listed ones in ascending slot order.  TK_EINVAL (nothing changes),
+ * listed ones in ascending slot order, and records past the last live or
+ * listed one are forgotten (a manager restored after a clear then gives the
+ * handles a fresh one would).  TK_EINVAL (nothing changes),
  * TK_ESTATE during a pass, TK_ENOMEM.
  */
 int tk_timer_restore_alloc(tk_world_t *w, uint64_t serial, const uint32_t *free_slots,

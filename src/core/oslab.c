@@ -267,7 +267,16 @@ size_t tk__oslab_free_ids(const tk__oslab *s, uint64_t *out, size_t cap)
 
 int tk__oslab_restore_free(tk__oslab *s, const uint64_t *ids, size_t n)
 {
-    uint32_t top = s->used;
+    /* Indexes past the last live one and the last listed one are forgotten
+     * (as never used): a slab restored in place, after a clear, is then the
+     * one a fresh restore makes. */
+    uint32_t top = 0;
+    for (uint32_t k = s->used; k-- > 0;) {
+        if (lnk(s, k)->state != TK__OSLAB_FREE) {
+            top = k + 1;
+            break;
+        }
+    }
     for (size_t k = 0; k < n; k++) {
         uint32_t idx = (uint32_t)ids[k], gen = (uint32_t)(ids[k] >> 32);
         if (idx == NIL || gen == 0 || gen > GEN_MAX || (ids[k] >> 32) > GEN_MAX)
@@ -297,12 +306,13 @@ int tk__oslab_restore_free(tk__oslab *s, const uint64_t *ids, size_t n)
         *l = (tk__oslab_link){.gen = 1, .prev = NIL, .next = NIL, .pend_next = NIL, .ext = k};
     }
     s->used = top;
-    /* Rebuild back to front: unlisted free indexes descending, then the
+    /* Rebuild back to front: unlisted free indexes descending (never used:
+     * generation 1, as a restore that skips an index makes it), then the
      * listed ones from the last, each with its generation. */
     s->free_head = NIL;
     for (uint32_t k = top; k-- > 0;)
         if (lnk(s, k)->state == TK__OSLAB_FREE && !(seen && seen[k]))
-            free_push(s, k, lnk(s, k)->gen);
+            free_push(s, k, 1);
     for (size_t k = n; k-- > 0;)
         free_push(s, (uint32_t)ids[k], (uint32_t)(ids[k] >> 32));
     tk_free(seen);

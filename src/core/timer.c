@@ -1587,7 +1587,16 @@ int tk_timer_restore_alloc(tk_world_t *w, uint64_t serial, const uint32_t *free_
     if (serial > SERIAL_MAX)
         return tk__world_error(w, TK_EINVAL, "timer serial %llu is out of range",
                                (unsigned long long)serial);
-    uint32_t top = t->n_recs;
+    /* Records past the last live one and the last listed one are forgotten
+     * (as never used): restored in place after a clear, the manager ends as
+     * a fresh restore would. */
+    uint32_t top = 0;
+    for (uint32_t k = t->n_recs; k-- > 0;) {
+        if (t->hot[k].handle != 0) {
+            top = k + 1;
+            break;
+        }
+    }
     for (size_t k = 0; k < n; k++) {
         uint32_t i = free_slots[k];
         if (i >= TK_TIMER_MAX)

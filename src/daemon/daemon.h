@@ -79,6 +79,9 @@ typedef struct tkd {
     tkd_notify notify;          /* systemd notify socket and watchdog         */
     tk_ticker_handle status_ticker; /* STATUS= to systemd, every few seconds  */
     struct tkd_bgsave *bgsave;  /* world.save/autosave in a child (snapshot.c) */
+    uint64_t snap_journal_id;   /* written as the snapshot's "journal" id while
+                                   the journal takes it as its base (journal.c);
+                                   0: none                                   */
 } tkd;
 
 /* Create the daemon from a loaded config (binds the socket, creates levels).

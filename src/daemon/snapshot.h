@@ -4,19 +4,38 @@
  *
  * Document (version 1):
  *   {"format": "tickd-snapshot", "version": 1, "saved_at": "<UTC time>",
+ *    "journal": {"id"},                     (a journal's base: journal.h)
  *    "world": {"frame", "world_time", "unpaused_time", "real_time",
- *              "time_dilation", "paused", "next_id"},
+ *              "time_dilation", "paused", "next_id", <exact>},
  *    "levels": ["persistent", ...],                  (creation order)
  *    "entities": [{"id", "class", "level", "time_dilation", "life_span",
+ *                  "life_timer": {"handle", "rate", "status", "order"},
  *                  "props", "tick": <fn>, "components": [{"class", "props",
  *                  "tick": <fn>}]}],
  *    "timers": [{"handle", "rate", "loop", "status", "remaining", "fired",
- *                "action"}],                          (protocol timers)
+ *                "order", "action"}],                 (protocol timers)
  *    "tickables": [{"id", "class", "tick_type", "enabled", "when_paused",
  *                   "ticks", "last_frame", "accum_dt", "props"}]}
  *   <fn> = tick spec fields + {"ticks", "last_frame", "last_dt", "accum_dt",
  *          "cooldown", "since_last_tick", "prerequisites": [{"id",
  *          "component"}]}
+ *   <exact> = "world_time_ns", "unpaused_time_ns", "real_time_ns" (the
+ *          clocks exactly), "timers_ticked" (the timer manager ticked in the
+ *          last frame: a timer set before the next is active at once),
+ *          "steps" (owed to a paused world), "timer_serial", "timer_free"
+ *          (free slots in the order new timers take them, as runs [first,
+ *          n] upwards or [first, -n] downwards), "tickable_free" (the ids
+ *          new tickables get from freed slots, in order)
+ *
+ * Everything after <fn>'s counters is what makes a restore exact: the
+ * restored world goes on as the saved one would have (the same handles and
+ * ids for new timers and tickables, equal expiries in the same order:
+ * "order" is a timer's rank among the saved timers, life spans included),
+ * and world.hash is the same before the save and after the load.  "frame"
+ * is the frames completed (one more than the counter when a save starts
+ * after a frame's world tick, in the core ticker).  Files without these
+ * members (older tickd) load as before, restored in slot order.  Plugin
+ * timers (tkp_api timer_set) are not saved.
  *
  * A prop that the simulation drove to a non-finite value is written as the
  * string "inf", "-inf" or "nan" (as entity.get shows it) and read back as
