@@ -6,6 +6,7 @@
 
 #include "hash.h"
 #include "methods_int.h"
+#include "replay.h"
 
 static void m_world_step_stop(req *r)
 {
@@ -70,6 +71,12 @@ static void m_world_step(req *r)
 {
     uint64_t n = arg(r, "frames")->u;
     tkd *d = r->d;
+    if (d->replay && r->call) {
+        /* tickd --replay serving: the next n recorded frames. */
+        tkd_replay_step_request(d, r->call, n);
+        defer(r);
+        return;
+    }
     if (!tk_world_paused(d->world)) {
         fail(r, -32002, "the world is not paused (world.pause first)");
         return;
@@ -110,6 +117,11 @@ static void snapshot_method(req *r, bool save)
     char err[TKD_ERR_MAX];
     json_t *info = NULL;
     int rc;
+    if (save && r->d->replay) {
+        /* A timer action of the run being replayed: no file is written. */
+        ok(r, json_object());
+        return;
+    }
     if (save && !r->d->offline) {
         /* Written by a child process; answered when it is done. */
         rc = tkd_snapshot_save_bg(r->d, path, r->call, "world.save", err, sizeof err);
@@ -119,7 +131,7 @@ static void snapshot_method(req *r, bool save)
             defer(r);
         return;
     }
-    if (!save && !r->d->offline && r->call) {
+    if (!save && !r->d->offline && r->client) {
         /* Read and checked on a thread of its own; applied at a frame
          * boundary in its turn among the requests in slices. */
         for (tkd_job *j = r->d->jobs; j; j = j->next)

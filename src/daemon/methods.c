@@ -18,11 +18,24 @@
 #include <string.h>
 
 #include "methods_int.h"
+#include "replay.h"
 
 /* ---- answering ---------------------------------------------------------------- */
 
+/* A client's request that changed the world goes to the journal the moment
+ * it succeeded (answered, or deferred to answer later), before its reply
+ * exists: the reply then waits for the record (the server's gate). */
+static void record(req *r)
+{
+    if (r->recorded || !r->call || !r->d->journal || r->d->replay || !tkd_rec_method(r->method))
+        return;
+    r->recorded = true;
+    tkd_rec_request(r->d, r->method, r->params);
+}
+
 void ok(req *r, json_t *result)
 {
+    record(r);
     r->answered = true;
     if (r->call)
         tkd_call_reply(r->call, result);
@@ -78,6 +91,11 @@ static void failv(req *r, int code, const char *fmt, va_list ap)
     r->code = code;
     if (r->call) {
         tkd_call_error(r->call, code, NULL, "%s", msg);
+    } else if (r->client) {
+        /* A recorded request that succeeded when it ran: the replay is
+         * not following the run any more. */
+        r->d->replay_failures++;
+        tk_log_error("journal: replaying %s failed (%d): %s", r->method, code, msg);
     } else {
         r->d->action_errors++;
         tk_log_warn("timer action %s failed (%d): %s", r->method, code, msg);
@@ -102,6 +120,7 @@ void fail_tk(req *r, int tk_err, const char *msg)
 
 void defer(req *r)
 {
+    record(r);
     r->answered = true;
     if (r->call)
         tkd_call_defer(r->call);
@@ -236,7 +255,8 @@ void job_add(req *r, tkd_job *j)
         pp = &(*pp)->next;
     *pp = j;
     defer(r);
-    tkd_call_hold_client(r->call);
+    if (r->call)
+        tkd_call_hold_client(r->call);
 }
 
 /* Undo a spawn: destroy what it spawned (still there), release the rest. */
@@ -279,6 +299,7 @@ static bool job_step(tkd *d, tkd_job *j)
         tk_log_info("world.load: %s (%lld entities)",
                     json_string_value(json_object_get(info, "path")),
                     (long long)json_integer_value(json_object_get(info, "entities")));
+        tkd_rec_loaded(d); /* a snapshot point of the journal */
         tkd_call_reply(j->call, info);
         return true;
     }
@@ -363,9 +384,10 @@ static bool jobs_run(tkd *d, uint64_t deadline)
         if (j->kind == JOB_LOAD && !tkd_snapshot_load_done(j->load))
             return false;
         bool over;
-        do
+        do {
+            tkd_rec_step(d); /* where a slice falls depends on the clock */
             over = job_step(d, j);
-        while (!over && tk_clock_now_ns() < deadline);
+        } while (!over && tk_clock_now_ns() < deadline);
         if (!over)
             return true;
         d->jobs = j->next;
@@ -391,16 +413,37 @@ bool tkd_jobs_run(tkd *d, uint64_t deadline)
     return more;
 }
 
+bool tkd_jobs_replay_step(tkd *d)
+{
+    tkd_job *j = d->jobs;
+    if (!j)
+        return false;
+    if (job_step(d, j)) { /* a load waits for its reading here */
+        d->jobs = j->next;
+        job_free(j);
+    }
+    return true;
+}
+
+static void job_cancel(tkd *d, tkd_job *j);
+
+bool tkd_jobs_replay_cancel(tkd *d)
+{
+    tkd_job *j = d->jobs;
+    if (!j)
+        return false;
+    d->jobs = j->next;
+    if (j->kind != JOB_LOAD) /* a load cancelled was not applied: nothing to undo */
+        job_cancel(d, j);
+    job_free(j);
+    return true;
+}
+
 /* A job that will not finish (shutdown): undo a spawn, answer -32004. */
 static void job_cancel(tkd *d, tkd_job *j)
 {
     uint64_t done = j->done;
     if (j->kind == JOB_LOAD) {
-        /* Read already: applied, as asked (a save_on_exit then holds it). */
-        if (tkd_snapshot_load_done(j->load)) {
-            job_step(d, j);
-            return;
-        }
         tkd_call_error(j->call, -32004, NULL,
                        "shutting down before world.load completed (%s was still being read; "
                        "the world was not changed)",
@@ -572,7 +615,8 @@ bool tkd_method_readonly(const char *name)
 
 void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
 {
-    req r = {d, call, method, params, false, 0, NULL, {{0}}};
+    req r = {d, call, call != NULL || d->replay_req, false, method, params, false, 0, NULL, {{0}}};
+    char jerr[320];
     uint64_t t0 = tk_clock_now_ns();
     size_t n;
     const tkd_method *const *table = tkd__methods(&n);
@@ -580,7 +624,15 @@ void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
     tkd_perr pe;
     if (i == N_METHODS) {
         fail(&r, -32601, "method not found: %s", method);
-    } else if (d->cfg.max_memory && grows_state(method) && over_memory(d)) {
+    } else if (call && d->replay && !tkd_method_readonly(method) && strcmp(method, "world.step")) {
+        fail(&r, -32002,
+             "%s: this daemon replays a journal (tickd --replay): it serves the methods that read "
+             "and world.step, which replays the next recorded frames",
+             method);
+    } else if (call && d->journal && tkd_rec_method(method) && tkd_rec_failing(d, jerr, sizeof jerr)) {
+        /* Nothing that changes the world runs while it cannot be recorded. */
+        fail(&r, -32603, "%s: refused: %s (retried every second)", method, jerr);
+    } else if (d->cfg.max_memory && !d->replay && grows_state(method) && over_memory(d)) {
         fail(&r, -32003,
              "memory limit: the daemon uses %llu MiB, over [world] max_memory (%llu MiB); "
              "%s is refused until it drops",
@@ -669,8 +721,15 @@ void tkd_methods_shutdown(tkd *d)
 {
     while (d->jobs) {
         tkd_job *j = d->jobs;
+        if (j->kind == JOB_LOAD && tkd_snapshot_load_done(j->load)) {
+            /* Read already: applied, as asked (a save_on_exit then holds it). */
+            tkd_rec_step(d);
+            job_step(d, j);
+        } else {
+            tkd_rec_cancel(d);
+            job_cancel(d, j);
+        }
         d->jobs = j->next;
-        job_cancel(d, j);
         job_free(j);
     }
     free(d->info_text);

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "params.h"
+#include "replay.h"
 #include "snapshot.h"
 #include "hotmem.h"
 #include "jsonw.h"
@@ -1985,6 +1986,8 @@ static int create_temp(const char *path, char *tmp, size_t tmplen)
 static int write_file(tkd *d, const char *path, uint64_t *bytes, snap_counts *cnt, char *err,
                       size_t errlen)
 {
+    /* The journal's base carries its journal's id (tkd_rec_save_begin). */
+    uint64_t jid = d->snap_journal_id;
     char tmp[PATH_MAX + 32];
     int fd = create_temp(path, tmp, sizeof tmp);
     if (fd < 0) {
@@ -2010,6 +2013,13 @@ static int write_file(tkd *d, const char *path, uint64_t *bytes, snap_counts *cn
         return -32603;
     }
     uint64_t len = w.total;
+    /* A new base goes into place only once its journal's header is durable
+     * (journal.h, the rewrite): a crash then leaves a pair that goes
+     * together. */
+    if (jid && tkd_rec_save_await(d, jid, err, errlen) != 0) {
+        unlink(tmp);
+        return -32603;
+    }
     if (rename(tmp, path) < 0) {
         snprintf(err, errlen, "path: cannot rename %s to %s: %s", tmp, path, strerror(errno));
         unlink(tmp);
@@ -2026,6 +2036,21 @@ static int write_file(tkd *d, const char *path, uint64_t *bytes, snap_counts *cn
     return 0;
 }
 
+/* An in-process save; a save of the journal's base starts a new journal. */
+static int write_file_journaled(tkd *d, const char *path, uint64_t *bytes, snap_counts *cnt,
+                                char *err, size_t errlen)
+{
+    int jr = tkd_rec_save_begin(d, path, err, errlen);
+    if (jr < 0)
+        return -32603;
+    uint64_t jid = jr ? d->snap_journal_id : 0;
+    int rc = write_file(d, path, bytes, cnt, err, errlen);
+    if (jr)
+        d->snap_journal_id = 0;
+    tkd_rec_save_end(d, jid, rc == 0);
+    return rc;
+}
+
 int tkd_snapshot_save(tkd *d, const char *param, json_t **info, char *err, size_t errlen)
 {
     char path[PATH_MAX];
@@ -2034,7 +2059,7 @@ int tkd_snapshot_save(tkd *d, const char *param, json_t **info, char *err, size_
         return rc;
     uint64_t bytes = 0;
     snap_counts cnt;
-    rc = write_file(d, path, &bytes, &cnt, err, errlen);
+    rc = write_file_journaled(d, path, &bytes, &cnt, err, errlen);
     if (rc == 0 && info)
         *info = info_json(path, bytes, &cnt);
     return rc;
@@ -2205,6 +2230,50 @@ int tkd_snapshot_load(tkd *d, const char *param, json_t **info, char *err, size_
         rc = load_apply(d, &L, info, err, errlen);
     loaded_free(&L);
     return rc;
+}
+
+int tkd_snapshot_load_file(tkd *d, const char *path, json_t **info, uint64_t *journal_id,
+                           char *err, size_t errlen)
+{
+    loaded L;
+    memset(&L, 0, sizeof L);
+    snprintf(L.path, sizeof L.path, "%s", path);
+    parse_env env;
+    parse_env_of(d, &env);
+    int rc = load_read(&env, &L, err, errlen);
+    if (!rc)
+        rc = load_apply(d, &L, info, err, errlen);
+    if (!rc && journal_id)
+        *journal_id = L.in.journal_id;
+    loaded_free(&L);
+    return rc;
+}
+
+uint64_t tkd_snapshot_peek_journal_id(const char *path, bool *exists)
+{
+    *exists = false;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    char buf[4096];
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
+    close(fd);
+    if (n < 0)
+        return 0;
+    *exists = true;
+    buf[n] = '\0';
+    /* The writer puts it right after "saved_at" (write_doc). */
+    static const char key[] = "\"journal\":{\"id\":\"";
+    const char *p = strstr(buf, key);
+    if (!p || strlen(p + sizeof key - 1) < 17 || p[sizeof key - 1 + 16] != '"')
+        return 0;
+    char hex[17];
+    memcpy(hex, p + sizeof key - 1, 16);
+    hex[16] = '\0';
+    char *end;
+    uint64_t id = strtoull(hex, &end, 16);
+    return *end ? 0 : id;
 }
 
 /* ---- loading aside ----------------------------------------------------------------------
@@ -2504,6 +2573,7 @@ void tkd_snapshot_remove_stale(tkd *d)
 typedef struct bg_req {
     struct bg_req *next;
     tkd_call *call;           /* to answer, or NULL                      */
+    uint64_t jid;             /* the new journal's id (a save of its base) */
     char why[24];             /* for logs: world.save, autosave          */
     char path[PATH_MAX];      /* resolved                                */
 } bg_req;
@@ -2588,6 +2658,7 @@ static void bg_child(tkd *d, const char *path, int wfd, pid_t parent, bool hot)
 /* Answer and log one finished save. */
 static void bg_complete(tkd *d, const bg_req *q, int rc, const char *msg, json_t *info)
 {
+    tkd_rec_save_end(d, q->jid, rc == 0);
     if (rc) {
         tk_log_error("snapshot (%s): %s", q->why, msg);
         if (q->call)
@@ -2616,6 +2687,21 @@ static void bg_start(tkd *d, const bg_req *q)
         bg_complete(d, q, -32603, msg, NULL);
         return;
     }
+    /* A save of the journal's base starts a new journal (before the fork:
+     * the records after it go to both). */
+    char jerr[TKD_ERR_MAX];
+    int jr = tkd_rec_save_begin(d, q->path, jerr, sizeof jerr);
+    if (jr < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        char msg[TKD_ERR_MAX + 64];
+        snprintf(msg, sizeof msg, "path: cannot save %.200s: %.300s", q->path, jerr);
+        bg_complete(d, q, -32603, msg, NULL);
+        return;
+    }
+    bg_req qj = *q;
+    qj.jid = jr ? d->snap_journal_id : 0;
+    q = &qj;
     pid_t parent = getpid();
     uint64_t t0 = tk_clock_now_ns();
     /* Class states: copied aside and left out of the child (hotmem.h). */
@@ -2628,6 +2714,8 @@ static void bg_start(tkd *d, const bg_req *q)
     }
     uint64_t t1 = tk_clock_now_ns();
     pid_t pid = fork();
+    if (pid != 0)
+        d->snap_journal_id = 0; /* the child writes it, the parent no more */
     if (hot && pid != 0)
         tkd_hotmem_after_fork(b->hot);
     if (pid < 0) {
@@ -2744,7 +2832,11 @@ int tkd_snapshot_save_bg(tkd *d, const char *param, tkd_call *call, const char *
     }
     struct tkd_bgsave *b = d->bgsave;
     bool busy = b->pid || b->queue || d->jobs;
-    if (busy || !hot_ready(d)) {
+    /* Inside a frame (a timer action): at the end of this frame instead,
+     * so that a snapshot never holds half a frame. */
+    tk_world_time wt;
+    tk_world_get_time(d->world, &wt);
+    if (busy || wt.in_frame || !hot_ready(d)) {
         /* An autosave is skipped while another save or a request in slices
          * runs; it waits for the shadow of the class states like any save. */
         if (!call && busy) {
@@ -2796,7 +2888,7 @@ void tkd_snapshot_finish(tkd *d)
             uint64_t bytes = 0;
             snap_counts cnt;
             char err[TKD_ERR_MAX];
-            int rc = write_file(d, q->path, &bytes, &cnt, err, sizeof err);
+            int rc = write_file_journaled(d, q->path, &bytes, &cnt, err, sizeof err);
             bg_complete(d, q, rc, err, rc ? NULL : info_json(q->path, bytes, &cnt));
             tk_free(q);
         }

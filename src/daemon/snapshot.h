@@ -114,6 +114,15 @@ int tkd_snapshot_save(tkd *d, const char *path, json_t **info, char *err, size_t
  * reads, checks and applies on the calling (frame) thread. */
 int tkd_snapshot_load(tkd *d, const char *path, json_t **info, char *err, size_t errlen);
 
+/* The same for a file the operator named (the journal's base: a resolved
+ * path, not confined to [snapshot] dir); *journal_id (may be NULL) gets
+ * its "journal" id, 0 if none. */
+int tkd_snapshot_load_file(tkd *d, const char *path, json_t **info, uint64_t *journal_id,
+                           char *err, size_t errlen);
+/* The "journal" id of the snapshot at `path`, read from its first bytes
+ * without loading it (0: none); *exists: the file is there. */
+uint64_t tkd_snapshot_peek_journal_id(const char *path, bool *exists);
+
 /*
  * A load read aside (world.load on the socket): tkd_snapshot_load_start
  * resolves the path (errors at once: a JSON-RPC code and err) and starts a
