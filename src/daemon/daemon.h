@@ -92,6 +92,7 @@ typedef struct tkd {
     char *journal_base;         /* the base snapshot's resolved path         */
     uint64_t rewrite_id;        /* the id of a rewrite whose save runs, or 0  */
     uint64_t hash_frames;       /* frames since the last recorded hash        */
+    bool rewrite_wanted;        /* a snapshot of the base is due (world.load) */
     bool journal_truncate_corrupt; /* --journal-truncate-corrupt              */
     tkd_replayer *replay;       /* a replay runs (recovery, tickd --replay)   */
     const struct tkd_replay_opts *replay_opts; /* tickd --replay, or NULL     */

@@ -759,20 +759,26 @@ static void *writer(void *arg)
                     j->wsize_next += b->len;
             } else if (b->kind == B_BEGIN) {
                 j->wsize_next = b->len;
-            } else if (b->kind == B_END_OK && had_next) {
-                j->wsize = j->wsize_next;
-                rewritten = true;
+            } else {
+                seq = b->seq; /* END_OK, END_FAIL */
+                need_sync |= policy == TKD_FSYNC_ALWAYS;
+                if (b->kind == B_END_OK && had_next) {
+                    j->wsize = j->wsize_next;
+                    rewritten = true;
+                }
             }
         }
-        bool synced = false;
-        if (!failed && j->dirty &&
-            (need_sync || (policy == TKD_FSYNC_EVERYSEC &&
-                           tk_clock_now_ns() - j->last_sync_ns >= 1000000000ull))) {
-            rc = timed_sync(j, j->fd, &sync_ms);
-            if (!rc && j->fd_next >= 0)
-                rc = timed_sync(j, j->fd_next, &sync2_ms);
+        bool synced = false, did_sync = false;
+        if (!failed && (need_sync || (j->dirty && policy == TKD_FSYNC_EVERYSEC &&
+                                      tk_clock_now_ns() - j->last_sync_ns >= 1000000000ull))) {
+            if (j->dirty) {
+                rc = timed_sync(j, j->fd, &sync_ms);
+                if (!rc && j->fd_next >= 0)
+                    rc = timed_sync(j, j->fd_next, &sync2_ms);
+                did_sync = true;
+            }
             failed = rc != 0;
-            synced = !failed;
+            synced = !failed; /* nothing dirty: synced already */
         }
 
         pthread_mutex_lock(&j->mu);
@@ -789,15 +795,14 @@ static void *writer(void *arg)
         if (synced) {
             j->synced = j->written;
             j->dirty = false;
-            j->last_sync_ns = tk_clock_now_ns();
-            j->st.fsyncs++;
-            if (sync_ms + sync2_ms > j->st.fsync_max_ms)
-                j->st.fsync_max_ms = sync_ms + sync2_ms;
+            if (did_sync) {
+                j->last_sync_ns = tk_clock_now_ns();
+                j->st.fsyncs++;
+                if (sync_ms + sync2_ms > j->st.fsync_max_ms)
+                    j->st.fsync_max_ms = sync_ms + sync2_ms;
+            }
             if (force)
                 j->force_sync = false;
-        } else if (force && !j->dirty && !failed) {
-            j->synced = j->written; /* nothing was left to sync */
-            j->force_sync = false;
         }
         /* The batches carried out are freed; the failing one and those
          * after it go back to the head of the queue, for a retry. */
@@ -949,7 +954,8 @@ int tkd_journal_sync(tkd_journal *j, char *err, size_t errlen)
      * forever (what is not written is then reported lost). */
     uint64_t deadline = tk_clock_now_ns() + 30000000000ull;
     int rc = 0;
-    while (j->synced < target || j->dirty || j->qhead) {
+    /* Done when everything is written and nothing written is unsynced. */
+    while (j->written < target || j->dirty || j->qhead) {
         if (tk_clock_now_ns() >= deadline) {
             rc = -1;
             break;
@@ -1043,6 +1049,11 @@ void tkd_journal_rewrite_end(tkd_journal *j, bool ok)
     tkd_journal_commit(j);
     jbatch *b = tk_calloc(1, sizeof *b);
     b->kind = ok ? B_END_OK : B_END_FAIL;
+    /* A number of its own: what answers after it (the save's reply) waits
+     * until the new journal is in place. */
+    b->seq = ++j->seq;
+    b->sync = true;
+    j->gate = j->seq;
     pthread_mutex_lock(&j->mu);
     enqueue(j, b);
     pthread_mutex_unlock(&j->mu);

@@ -281,6 +281,18 @@ json_t *destroyed_result(uint64_t n)
     return o;
 }
 
+/* A job ends with an error: its call answers it; in a replay (nobody to
+ * answer), the run being replayed did not fail there: said and counted. */
+static void job_error(tkd *d, tkd_job *j, int code, const char *msg)
+{
+    if (j->call) {
+        tkd_call_error(j->call, code, NULL, "%s", msg);
+    } else if (d->replay) {
+        d->replay_failures++;
+        tk_log_error("journal: replaying %s failed (%d): %s", job_method(j), code, msg);
+    }
+}
+
 /* One step of a job; true when the job is over (its call completed). */
 static bool job_step(tkd *d, tkd_job *j)
 {
@@ -293,7 +305,7 @@ static bool job_step(tkd *d, tkd_job *j)
         j->load = NULL;
         int rc = tkd_snapshot_load_finish(d, l, &info, lerr, sizeof lerr);
         if (rc) {
-            tkd_call_error(j->call, rc, NULL, "%s", lerr);
+            job_error(d, j, rc, lerr);
             return true;
         }
         tk_log_info("world.load: %s (%lld entities)",
@@ -314,11 +326,11 @@ static bool job_step(tkd *d, tkd_job *j)
             spawn_undo(d, j);
             tk_log_warn("entity.spawn of %llu stopped after %llu: %s; those were destroyed",
                         (unsigned long long)j->req->count, (unsigned long long)done, err);
-            tkd_call_error(j->call, rc == TK_ELIMIT ? -32003 : rc == TK_ENOENT ? -32001 : -32602,
-                           NULL,
-                           "%s (the spawn stopped after %llu of %llu entities; nothing is "
-                           "left of it)",
-                           err, (unsigned long long)done, (unsigned long long)j->req->count);
+            char msg[TKD_ERR_MAX];
+            snprintf(msg, sizeof msg,
+                     "%s (the spawn stopped after %llu of %llu entities; nothing is left of it)",
+                     err, (unsigned long long)done, (unsigned long long)j->req->count);
+            job_error(d, j, rc == TK_ELIMIT ? -32003 : rc == TK_ENOENT ? -32001 : -32602, msg);
             return true;
         }
         j->done += slice.count;
@@ -359,7 +371,7 @@ static bool job_step(tkd *d, tkd_job *j)
         if (n == 0) {
             int rc = tks_level_remove(d->sim, j->level, err);
             if (rc)
-                tkd_call_error(j->call, rc == TK_ESTATE ? -32002 : -32001, NULL, "%s", err);
+                job_error(d, j, rc == TK_ESTATE ? -32002 : -32001, err);
             else
                 tkd_call_reply(j->call, destroyed_result(j->done));
             return true;

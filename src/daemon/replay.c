@@ -127,6 +127,12 @@ void tkd_rec_post_frame(tkd *d, const tk_frame_info *f)
         return;
     if (d->cfg.journal_hash_every && ++d->hash_frames >= d->cfg.journal_hash_every)
         record_hash(d);
+    if (d->rewrite_wanted && !d->shutdown && !tkd_snapshot_saving(d) && !d->jobs &&
+        !tkd_journal_rewriting(d->journal)) {
+        d->rewrite_wanted = false;
+        tk_log_info("journal: a snapshot of the world loaded starts a new journal");
+        rewrite_now(d, "world.load");
+    }
     if (d->cfg.journal_rewrite_bytes && !d->shutdown && !tkd_snapshot_saving(d) &&
         !tkd_journal_rewriting(d->journal)) {
         tkd_journal_stats st;
@@ -169,7 +175,7 @@ void tkd_rec_loaded(tkd *d)
      * replay needs the file that was loaded). */
     record_hash(d);
     if (!d->shutdown)
-        rewrite_now(d, "world.load");
+        d->rewrite_wanted = true; /* once the load's job is over (tkd_rec_post_frame) */
 }
 
 /* The limits the world follows, for the header. */
@@ -197,6 +203,10 @@ static json_t *make_header(tkd *d, const char *base, uint64_t id)
     json_object_set_new(h, "id", json_string(hex));
     json_object_set_new(h, "base", json_string(base));
     json_object_set_new(h, "snapshot", json_string(d->journal_base ? d->journal_base : ""));
+    /* Where the world.load requests it holds found their files. */
+    char dir[PATH_MAX];
+    if (tkd_snapshot_dir(d, dir, sizeof dir) == 0)
+        json_object_set_new(h, "snapshot_dir", json_string(dir));
     json_object_set_new(h, "frame", json_integer((json_int_t)tk_world_frames_done(d->world)));
     json_t *lv = json_array();
     for (size_t i = 0; i < tk_level_count(d->world); i++)
@@ -618,12 +628,14 @@ void tkd_replay_pre_world(tkd *d)
     tkd_replayer *R = d->replay;
     if (!R->gathered)
         gather(R);
-    if (R->have_frame && tk_world_frame(d->world) != R->frame_no) {
-        tkd_jrec at = {.off = R->frame_off};
+    bool frame = R->have_frame;
+    uint64_t want = R->frame_no, at_off = R->frame_off;
+    apply_pending(d); /* a world.load among them sets the frame counter */
+    if (frame && tk_world_frame(d->world) != want) {
+        tkd_jrec at = {.off = at_off};
         replay_fatal(R, &at, "frame %" PRIu64 " is recorded next, but the world is at frame %" PRIu64,
-                     R->frame_no, tk_world_frame(d->world));
+                     want, tk_world_frame(d->world));
     }
-    apply_pending(d);
 }
 
 void tkd_replay_post_frame(tkd *d, const tk_frame_info *f)
@@ -971,6 +983,12 @@ int tkd_replay_open_tool(tkd *d, char *err, size_t errlen)
     if (replayer_open(o->journal, false, &R, err, errlen) != 0)
         return -1;
     R->strict = true;
+    /* world.load requests find their files where they did. */
+    const char *sd = json_string_value(json_object_get(R->header, "snapshot_dir"));
+    if (sd && *sd) {
+        tk_free(d->cfg.snapshot_dir);
+        d->cfg.snapshot_dir = tk_strdup(sd);
+    }
     if (load_base(d, R, NULL, err, errlen) != 0) {
         replayer_free(R);
         return -1;

@@ -1877,6 +1877,16 @@ static const char *snap_dir(const tkd *d, char *buf, size_t n)
     return dirname(buf);
 }
 
+int tkd_snapshot_dir(const tkd *d, char *out, size_t outlen)
+{
+    char buf[PATH_MAX], real[PATH_MAX];
+    const char *dir = snap_dir(d, buf, sizeof buf);
+    if (!realpath(dir, real))
+        return -1;
+    snprintf(out, outlen, "%s", real);
+    return 0;
+}
+
 static bool under(const char *p, const char *dir)
 {
     size_t n = strlen(dir);

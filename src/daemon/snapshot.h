@@ -78,6 +78,9 @@ json_t *tkd_snapshot_build(tkd *d);
 int tkd_snapshot_resolve(const tkd *d, const char *param, char *out, size_t outlen, char *err,
                          size_t errlen);
 
+/* The snapshot directory, resolved (realpath) into out: 0, or -1. */
+int tkd_snapshot_dir(const tkd *d, char *out, size_t outlen);
+
 /* At start: remove the temporary files ("FILE.tmp.PID[.N]", regular files
  * or links) in the snapshot directory left by processes that no longer run
  * (a crash during a save); logs each one. */

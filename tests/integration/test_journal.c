@@ -157,12 +157,370 @@ START_TEST(journal_hash_snapshot_roundtrip)
 }
 END_TEST
 
+
+/* ---- the journal ----------------------------------------------------------------------- */
+
+/* A daemon whose snapshot and journal live in `dir` (shared by restarts),
+ * at 200 Hz with a fixed dt, recording the world hash after every frame. */
+static tkit_daemon *start_journaled(const char *dir, const char *fsync, const char *const *extra,
+                                    bool wait)
+{
+    char jp[600], sp[600], fs[64];
+    snprintf(jp, sizeof jp, "journal.path=%s/journal", dir);
+    snprintf(sp, sizeof sp, "snapshot.path=%s/snapshot.json", dir);
+    snprintf(fs, sizeof fs, "journal.fsync=%s", fsync);
+    const char **cfg = calloc(24, sizeof *cfg);
+    size_t n = 0;
+    cfg[n++] = strdup(jp);
+    cfg[n++] = strdup(sp);
+    cfg[n++] = strdup(fs);
+    cfg[n++] = "journal.hash_every=1";
+    cfg[n++] = "engine.tick_rate=200";
+    for (size_t i = 0; extra && extra[i] && n < 22; i++)
+        cfg[n++] = extra[i];
+    tkit_opts o = {.config = cfg, .no_wait = !wait};
+    return tkit_start(&o);
+}
+
+/* tickd --replay JOURNAL [more args]: its exit status; *out its stdout. */
+static int run_replay(const char *journal, const char *const *more, const char **out,
+                      const char **err)
+{
+    const char *args[16] = {"--config", "@CONFIG@", "--replay", journal};
+    size_t n = 4;
+    for (size_t i = 0; more && more[i]; i++)
+        args[n++] = more[i];
+    args[n] = NULL;
+    tkit_opts o = {.args = args, .no_wait = true};
+    tkit_daemon *r = tkit_start(&o);
+    int st = tkit_wait_exit(r, 60);
+    ck_assert_msg(st != -1, "tickd --replay did not end");
+    if (out)
+        *out = tkit_stdout(r);
+    if (err)
+        *err = tkit_stderr(r);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
+/* The number after "needle" in text, or -1. */
+static long long number_after(const char *text, const char *needle)
+{
+    const char *p = text ? strstr(text, needle) : NULL;
+    return p ? atoll(p + strlen(needle)) : -1;
+}
+
+/* Every acknowledged change is there after a SIGKILL, and the world the
+ * recovery built is the one a clean replay of the journal gives: the
+ * recovered daemon records a hash after every frame and tickd --replay
+ * checks them all. */
+START_TEST(journal_sigkill_recovery)
+{
+    const char *dir = tkit_tmpdir();
+    long long acked[64];
+    int n = 0;
+    for (int round = 0; round < 3; round++) {
+        tkit_daemon *d = start_journaled(dir, "always", NULL, true);
+        tkit_conn *c = tkit_connect(d);
+        /* What the previous rounds acknowledged is all there. */
+        for (int i = 0; i < n; i++) {
+            json_t *e = tkit_ok(c, "entity.get", "{\"id\":%lld}", acked[i]);
+            ck_assert_int_eq((long long)tkit_getd(e, "props.vx"), i);
+        }
+        for (int k = 0; k < 8; k++, n++) {
+            json_t *r = tkit_ok(c, "entity.spawn",
+                                "{\"class\":\"mover\",\"props\":{\"vx\":%d},\"life_span\":%d}", n,
+                                100 + n);
+            acked[n] = tkit_geti(r, "ids[0]");
+        }
+        tkit_ok(c, "timer.set", "{\"rate\":0.02,\"loop\":true,\"action\":{\"method\":"
+                                "\"entity.set_props\",\"params\":{\"id\":%lld,\"props\":{\"x\":0}}}}",
+                acked[0]);
+        tkit_wait_frames(c, 5);
+        tkit_stop(d, SIGKILL);
+        tkit_free(d);
+    }
+    /* The last recovery, then a clean end. */
+    tkit_daemon *d = start_journaled(dir, "always", NULL, true);
+    tkit_conn *c = tkit_connect(d);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq((long long)tkit_getd(tkit_ok(c, "entity.get", "{\"id\":%lld}", acked[i]),
+                                              "props.vx"),
+                         i);
+    tkit_wait_frames(c, 3);
+    ck_assert_ptr_nonnull(strstr(tkit_stderr(d), "ended without one (a crash)"));
+    tkit_finish(d);
+    char jp[600];
+    snprintf(jp, sizeof jp, "%s/journal", dir);
+    const char *out = NULL, *err = NULL;
+    int rc = run_replay(jp, NULL, &out, &err);
+    ck_assert_msg(rc == 0, "replay failed (%d): %s %s", rc, out, err);
+    long long frames = number_after(out, "requests, ");
+    (void)frames;
+    ck_assert_int_gt(number_after(out, "slices, "), 0); /* hashes checked */
+    ck_assert_ptr_nonnull(strstr(out, "a graceful shutdown"));
+}
+END_TEST
+
+/* The last record cut short (a crash mid-write) is dropped with a warning
+ * naming its offset; a bad record before the end refuses the start,
+ * naming file and offset, unless --journal-truncate-corrupt. */
+START_TEST(journal_torn_tail_and_corruption)
+{
+    const char *dir = tkit_tmpdir();
+    tkit_daemon *d = start_journaled(dir, "everysec", NULL, true);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":3}");
+    tkit_ok(c, "level.add", "{\"name\":\"arena\"}");
+    tkit_wait_frames(c, 3);
+    tkit_finish(d);
+    char jp[600];
+    snprintf(jp, sizeof jp, "%s/journal", dir);
+    struct stat st;
+    ck_assert_int_eq(stat(jp, &st), 0);
+    off_t size = st.st_size;
+    /* A torn tail: half a record. */
+    FILE *f = fopen(jp, "ab");
+    ck_assert_ptr_nonnull(f);
+    fwrite("\x40\x00\x00\x00\x12\x34", 1, 6, f);
+    fclose(f);
+    d = start_journaled(dir, "everysec", NULL, true);
+    c = tkit_connect(d);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "level.list", NULL), "levels[1].entities"), 0);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 3);
+    char needle[120];
+    snprintf(needle, sizeof needle, "the last record, at offset %lld, is incomplete", (long long)size);
+    ck_assert_msg(strstr(tkit_stderr(d), needle), "no warning naming offset %lld: %s",
+                  (long long)size, tkit_stderr(d));
+    tkit_finish(d);
+    /* A flipped byte in the middle: refused, naming the file and offset. */
+    ck_assert_int_eq(stat(jp, &st), 0);
+    FILE *g = fopen(jp, "r+b");
+    ck_assert_ptr_nonnull(g);
+    long at = (long)(st.st_size / 2);
+    fseek(g, at, SEEK_SET);
+    int ch = fgetc(g);
+    fseek(g, at, SEEK_SET);
+    fputc(ch ^ 0x5a, g);
+    fclose(g);
+    d = start_journaled(dir, "everysec", NULL, false);
+    int rc = tkit_wait_exit(d, 20);
+    ck_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+    ck_assert_msg(strstr(tkit_stderr(d), jp) && strstr(tkit_stderr(d), "offset ") &&
+                      strstr(tkit_stderr(d), "corrupt before its end"),
+                  "%s", tkit_stderr(d));
+    tkit_free(d);
+    /* --journal-truncate-corrupt: cut there, start, say so. */
+    char jpa[620], spa[620];
+    snprintf(jpa, sizeof jpa, "journal.path=%s", jp);
+    snprintf(spa, sizeof spa, "snapshot.path=%s/snapshot.json", dir);
+    const char *cfg[] = {jpa, spa, "engine.tick_rate=200", NULL};
+    const char *args[] = {"--config", "@CONFIG@", "--journal-truncate-corrupt", NULL};
+    tkit_opts o = {.config = cfg, .args = args};
+    d = tkit_start(&o);
+    ck_assert_ptr_nonnull(strstr(tkit_stderr(d), "--journal-truncate-corrupt"));
+    tkit_finish(d);
+}
+END_TEST
+
+/* Each snapshot of the base starts a new journal; a crash between the
+ * snapshot's rename and the journal's leaves the new pair, completed at
+ * the next start; a crash before the snapshot's rename, the old pair. */
+START_TEST(journal_rewrite_pairs)
+{
+    const char *dir = tkit_tmpdir();
+    char jp[600], np[620], sp[600], cmd[4000];
+    snprintf(jp, sizeof jp, "%s/journal", dir);
+    snprintf(np, sizeof np, "%s/journal.new", dir);
+    snprintf(sp, sizeof sp, "%s/snapshot.json", dir);
+    tkit_daemon *d = start_journaled(dir, "always", NULL, true);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"mover\",\"count\":5,\"props\":{\"vx\":1}}");
+    tkit_wait_frames(c, 20);
+    tkit_ok(c, "world.save", NULL); /* the first snapshot: the base of a new journal */
+    struct stat st;
+    ck_assert_int_eq(stat(sp, &st), 0);
+    ck_assert_int_ne(stat(np, &st), 0); /* switched */
+    /* Keep this pair, then another snapshot and more changes. */
+    snprintf(cmd, sizeof cmd, "cp %s %s.old && cp %s %s.old", jp, jp, sp, sp);
+    ck_assert_int_eq(system(cmd), 0);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":2}");
+    tkit_wait_frames(c, 5);
+    tkit_ok(c, "world.save", NULL);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":4}"); /* 12 entities */
+    tkit_wait_frames(c, 5);
+    tkit_stop(d, SIGKILL);
+    tkit_free(d);
+    /* The crash between the two renames: the new snapshot, the old journal
+     * and the new one as .new. */
+    snprintf(cmd, sizeof cmd, "mv %s %s && cp %s.old %s", jp, np, jp, jp);
+    ck_assert_int_eq(system(cmd), 0);
+    d = start_journaled(dir, "always", NULL, true);
+    c = tkit_connect(d);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 11);
+    ck_assert_ptr_nonnull(strstr(tkit_stderr(d), "a snapshot's rewrite that a crash interrupted"));
+    ck_assert_int_ne(stat(np, &st), 0);
+    tkit_stop(d, SIGKILL);
+    tkit_free(d);
+    /* The crash before the snapshot's rename: the old pair (which got every
+     * record) and a stray new journal, removed. */
+    snprintf(cmd, sizeof cmd, "cp %s %s && cp %s.old %s && cp %s.old %s", jp, np, sp, sp, jp, jp);
+    ck_assert_int_eq(system(cmd), 0);
+    d = start_journaled(dir, "always", NULL, true);
+    c = tkit_connect(d);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 5);
+    ck_assert_ptr_nonnull(strstr(tkit_stderr(d), "did not complete"));
+    ck_assert_int_ne(stat(np, &st), 0);
+    tkit_finish(d);
+    /* A journal whose snapshot is another: refused, naming both. */
+    snprintf(cmd, sizeof cmd, "cp %s.old %s && cp %s.old %s", jp, jp, sp, sp);
+    ck_assert_int_eq(system(cmd), 0);
+    d = start_journaled(dir, "always", NULL, true);
+    c = tkit_connect(d);
+    tkit_ok(c, "world.save", NULL);
+    tkit_finish(d);
+    snprintf(cmd, sizeof cmd, "cp %s.old %s", jp, jp);
+    ck_assert_int_eq(system(cmd), 0);
+    d = start_journaled(dir, "always", NULL, false);
+    int rc = tkit_wait_exit(d, 20);
+    ck_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+    ck_assert_msg(strstr(tkit_stderr(d), "holds another id"), "%s", tkit_stderr(d));
+    tkit_free(d);
+}
+END_TEST
+
+
+/*
+ * Determinism: a mixed world run live, journaled, then replayed by tickd
+ * --replay, which checks the world hash the live run recorded after every
+ * frame (every 2nd with `sliced`).  Intervals, prerequisites (and a
+ * follower's), spawners (one copying itself), timers whose actions spawn,
+ * change ticks and destroy, tickables, global and custom dilation,
+ * pause and world.step, a level removed with what it holds, requests done
+ * in slices over several frames (a spawn and a destroy of 8,200), and with
+ * `snapshots`, world.save (each a new journal on a snapshot of the live
+ * world) and world.load in the middle.
+ */
+static void mixed_run(const char *dir, const char *const *extra, bool snapshots)
+{
+    tkit_daemon *d = start_journaled(dir, "everysec", extra, true);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "level.add", "{\"name\":\"arena\"}");
+    tkit_ok(c, "level.add", "{\"name\":\"doomed\"}");
+    tkit_ok(c, "entity.spawn",
+            "{\"class\":\"mover\",\"count\":40,\"level\":\"arena\",\"props\":{\"vx\":1.25,\"vy\":-3}}");
+    tkit_ok(c, "entity.spawn",
+            "{\"class\":\"counter\",\"count\":10,\"prerequisites\":[1],"
+            "\"tick\":{\"interval\":0.03,\"group\":\"post_physics\"}}");
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"tick\":{\"high_priority\":true,"
+                               "\"interval\":0.011,\"even_when_paused\":true}}");
+    tkit_ok(c, "entity.spawn", "{\"class\":\"follower\",\"props\":{\"target\":1}}");
+    tkit_ok(c, "entity.spawn",
+            "{\"class\":\"spawner\",\"level\":\"doomed\",\"props\":{\"spawn\":{\"class\":"
+            "\"counter\",\"level\":\"doomed\",\"life_span\":0.1},\"every\":3,\"max_total\":6}}");
+    tkit_ok(c, "entity.spawn", "{\"class\":\"spawner\",\"props\":{\"spawn\":\"self\",\"every\":4,"
+                               "\"max_total\":1},\"life_span\":0.3}");
+    tkit_ok(c, "entity.spawn",
+            "{\"class\":\"mover\",\"time_dilation\":0.5,\"props\":{\"vz\":2},"
+            "\"components\":[{\"class\":\"counter\",\"tick\":{\"interval\":0.02}}]}");
+    tkit_ok(c, "timer.set", "{\"rate\":0.05,\"loop\":true,\"action\":{\"method\":\"entity.spawn\","
+                            "\"params\":{\"class\":\"counter\",\"life_span\":0.07}}}");
+    tkit_ok(c, "timer.set", "{\"rate\":0.2,\"action\":{\"method\":\"tick.set\",\"params\":{"
+                            "\"id\":2,\"interval\":0.02}}}");
+    tkit_ok(c, "timer.set", "{\"rate\":0.05,\"action\":{\"method\":\"entity.destroy\","
+                            "\"params\":{\"ids\":[3]}}}");
+    tkit_ok(c, "tickable.add", "{\"class\":\"counter\",\"tick_type\":\"always\"}");
+    tkit_ok(c, "tickable.add",
+            "{\"class\":\"mover\",\"tick_type\":\"always\",\"when_paused\":true,\"props\":{\"vz\":1}}");
+    tkit_ok(c, "world.set_time_dilation", "{\"value\":1.5}");
+    tkit_wait_frames(c, 20);
+    if (snapshots)
+        tkit_ok(c, "world.save", NULL);
+    /* In slices: its answer comes after several frames. */
+    json_t *big = tkit_ok(c, "entity.spawn",
+                          "{\"class\":\"counter\",\"count\":8200,\"level\":\"arena\"}");
+    ck_assert_int_eq(tkit_geti(big, "count"), 8200);
+    tkit_ok(c, "tick.add_prerequisite", "{\"id\":5,\"prerequisite\":{\"id\":2}}");
+    tkit_ok(c, "tick.set", "{\"id\":4,\"group\":\"during_physics\",\"end_group\":\"post_physics\"}");
+    tkit_wait_frames(c, 10);
+    tkit_ok(c, "world.pause", NULL);
+    tkit_wait_frames(c, 3);
+    tkit_ok(c, "world.step", "{\"frames\":4}");
+    tkit_ok(c, "timer.set", "{\"rate\":0.01,\"action\":{\"method\":\"world.unpause\"}}");
+    tkit_ok(c, "world.step", "{\"frames\":3}");
+    tkit_ok(c, "level.remove", "{\"name\":\"doomed\"}");
+    tkit_ok(c, "entity.destroy", "{\"first\":%lld,\"count\":8200}", tkit_geti(big, "first"));
+    tkit_ok(c, "world.set_time_dilation", "{\"value\":0.75}");
+    if (snapshots) {
+        tkit_ok(c, "world.save", "{\"path\":\"other.json\"}");
+        tkit_wait_frames(c, 5);
+        tkit_ok(c, "world.load", "{\"path\":\"other.json\"}");
+        tkit_ok(c, "entity.spawn", "{\"class\":\"mover\",\"count\":3,\"props\":{\"vx\":7}}");
+    }
+    tkit_wait_frames(c, 15);
+    tkit_finish(d);
+}
+
+static void replay_checks_all(const char *dir, int min_hashes)
+{
+    char jp[600];
+    snprintf(jp, sizeof jp, "%s/journal", dir);
+    const char *out = NULL, *err = NULL;
+    int rc = run_replay(jp, NULL, &out, &err);
+    ck_assert_msg(rc == 0, "the replay differs (%d):\n%s\n%s", rc, out, err);
+    long long hashes = number_after(out, "slices, ");
+    ck_assert_msg(hashes >= min_hashes, "only %lld hashes checked:\n%s", hashes, out);
+}
+
+START_TEST(journal_determinism_mixed)
+{
+    const char *dir = tkit_tmpdir();
+    char sd[620];
+    snprintf(sd, sizeof sd, "snapshot.dir=%s", dir);
+    const char *extra[] = {"engine.fixed_dt=0.005", sd, NULL};
+    mixed_run(dir, extra, false);
+    replay_checks_all(dir, 40);
+}
+END_TEST
+
+/* The same with snapshots in the middle: the journal restarts on a
+ * snapshot of the live world, whose replay must give the hashes the live
+ * world recorded after it. */
+START_TEST(journal_determinism_snapshots)
+{
+    const char *dir = tkit_tmpdir();
+    char sd[620];
+    snprintf(sd, sizeof sd, "snapshot.dir=%s", dir);
+    const char *extra[] = {"engine.fixed_dt=0.005", sd, NULL};
+    mixed_run(dir, extra, true);
+    replay_checks_all(dir, 15);
+}
+END_TEST
+
+/* Real time (no fixed dt): every frame's dt is journaled, so the replay
+ * sees the same clock. */
+START_TEST(journal_determinism_real_dt)
+{
+    const char *dir = tkit_tmpdir();
+    char sd[620];
+    snprintf(sd, sizeof sd, "snapshot.dir=%s", dir);
+    const char *extra[] = {"engine.fixed_dt=0", sd, NULL};
+    mixed_run(dir, extra, false);
+    replay_checks_all(dir, 40);
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
     Suite *s = suite_create("journal");
     TCase *tc = tcase_create("journal");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, journal_hash_snapshot_roundtrip);
+    tcase_add_test(tc, journal_sigkill_recovery);
+    tcase_add_test(tc, journal_torn_tail_and_corruption);
+    tcase_add_test(tc, journal_rewrite_pairs);
+    tcase_add_test(tc, journal_determinism_mixed);
+    tcase_add_test(tc, journal_determinism_snapshots);
+    tcase_add_test(tc, journal_determinism_real_dt);
     suite_add_tcase(s, tc);
     return s;
 }
