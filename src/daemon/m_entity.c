@@ -182,9 +182,7 @@ static void m_entity_destroy(req *r)
         fail_tk(r, rc, err);
         return;
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "destroyed", jid(destroyed));
-    ok(r, o);
+    ok(r, destroyed_result(destroyed));
 }
 
 static void m_entity_get(req *r)
