@@ -1058,7 +1058,14 @@ START_TEST(timer_restore_exact)
     size_t nfs = tk_timer_free_slots(W, fs, 64);
     ck_assert_uint_ge(nfs, 1);
     uint64_t serial = tk_timer_serial(W);
-    bool ticked = tk_timer_ticked_this_frame(W);
+    bool ticked = tk_timer_ticked_last_frame(W);
+    ck_assert(ticked); /* the last frame was not a pause frame */
+    tk_world_set_paused(W, true);
+    frames(1);
+    ck_assert(!tk_timer_ticked_last_frame(W)); /* a pause frame: the manager stood */
+    tk_world_set_paused(W, false);
+    frames(1);
+    ck_assert(tk_timer_ticked_last_frame(W));
     tk_world_time t;
     tk_world_get_time(W, &t);
     /* The restored world, its timers in slot order (as saved). */

@@ -147,6 +147,10 @@ void tk_timer_get_counts(const tk_world_t *w, tk_timer_counts *out);
 /* Internal time of the manager (s) and whether it has ticked this frame. */
 double tk_timer_manager_time(const tk_world_t *w);
 bool tk_timer_ticked_this_frame(const tk_world_t *w);
+/* Whether it ticked in the last frame completed (tk_world_frames_done), the
+ * same wherever it is asked between or after frames (unlike "this frame",
+ * which depends on where the engine is): what a snapshot keeps. */
+bool tk_timer_ticked_last_frame(const tk_world_t *w);
 
 /* Seconds of internal time until the earliest active timer expires, or a
  * negative value if none is active. */
@@ -193,8 +197,8 @@ int tk_timer_restore_alloc(tk_world_t *w, uint64_t serial, const uint32_t *free_
 int tk_timer_restore_order(tk_world_t *w, const tk_timer_handle *h, size_t n);
 
 /*
- * Whether the manager ticked in the last frame of the saved world (what
- * tk_timer_ticked_this_frame answered between frames there): if so, a timer
+ * Whether the manager ticked in the last frame of the saved world
+ * (tk_timer_ticked_last_frame): if so, a timer
  * set or unpaused before the next frame is active at once, as it would have
  * been.  Call after tk_world_restore_time (which forgets it), between frames.
  */

@@ -1388,6 +1388,13 @@ double tk_timer_manager_time(const tk_world_t *w)
     return ns_to_s(w->timers->now);
 }
 
+bool tk_timer_ticked_last_frame(const tk_world_t *w)
+{
+    TK_ASSERT(w && w->timers);
+    uint64_t last = w->timers->last_ticked, done = tk_world_frames_done(w);
+    return last != UINT64_MAX && done > 0 && last + 1 == done;
+}
+
 bool tk_timer_ticked_this_frame(const tk_world_t *w)
 {
     TK_ASSERT(w && w->timers);

@@ -385,7 +385,7 @@ void tkd_world_hash_sections(tkd *d, uint8_t out[TKD_HASH_BYTES],
     h_f64(&s, t.time_dilation);
     h_u64(&s, t.paused);
     h_u64(&s, tk_world_steps_pending(w));
-    h_u64(&s, tk_timer_ticked_this_frame(w));
+    h_u64(&s, tk_timer_ticked_last_frame(w));
     h_f64(&s, tk_timer_manager_time(w));
     tkd_sip_final(&s, sec[0]);
     /* counters */

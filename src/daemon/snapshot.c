@@ -439,7 +439,7 @@ static void write_exact(tkd *d, wr *f)
     w_puts(f, ",\"real_time_ns\":");
     w_u64(f, tk_world_real_time_ns(w));
     w_puts(f, ",\"timers_ticked\":");
-    w_bool(f, tk_timer_ticked_this_frame(w));
+    w_bool(f, tk_timer_ticked_last_frame(w));
     w_puts(f, ",\"steps\":");
     w_u64(f, tk_world_steps_pending(w));
     w_puts(f, ",\"timer_serial\":");

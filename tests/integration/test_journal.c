@@ -509,6 +509,169 @@ START_TEST(journal_determinism_real_dt)
 }
 END_TEST
 
+
+/* ---- tickd --replay ----------------------------------------------------------------------- */
+
+/* The journal's records, as journal.h lays them out (read here on its own:
+ * the tests know the format, not the daemon's code). */
+typedef struct jrec {
+    long off;
+    char type;
+    unsigned len;
+    const unsigned char *p;
+} jrec;
+
+static size_t read_records(const char *path, unsigned char **buf, jrec *recs, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *buf = malloc((size_t)n + 1);
+    ck_assert_int_eq(fread(*buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    size_t k = 0;
+    for (long o = 0; o + 9 <= n && k < cap; k++) {
+        unsigned len = (*buf)[o] | (*buf)[o + 1] << 8 | (*buf)[o + 2] << 16 | (unsigned)(*buf)[o + 3] << 24;
+        recs[k] = (jrec){o, (char)(*buf)[o + 8], len, *buf + o + 9};
+        o += 9 + (long)len;
+    }
+    return k;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* CRC-32C (Castagnoli), bit by bit. */
+static uint32_t crc32c(const unsigned char *p, size_t n)
+{
+    uint32_t c = ~0u;
+    while (n--) {
+        c ^= *p++;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    }
+    return ~c;
+}
+
+/* A finished journal of a small world with a hash after every frame. */
+static const char *small_journal(const char *dir)
+{
+    tkit_daemon *d = start_journaled(dir, "no", NULL, true);
+    tkit_conn *c = tkit_connect(d);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"mover\",\"count\":4,\"props\":{\"vx\":2}}");
+    tkit_ok(c, "timer.set", "{\"rate\":0.03,\"loop\":true,\"action\":{\"method\":\"entity.spawn\","
+                            "\"params\":{\"class\":\"counter\",\"life_span\":0.05}}}");
+    tkit_wait_frames(c, 30);
+    tkit_finish(d);
+    static char jp[600];
+    snprintf(jp, sizeof jp, "%s/journal", dir);
+    return jp;
+}
+
+/* The recorded hash after `frames` frames completed, or NULL. */
+static const char *recorded_hash(const char *jp, uint64_t frames)
+{
+    unsigned char *buf;
+    static jrec recs[20000];
+    size_t n = read_records(jp, &buf, recs, 20000);
+    static char hex[33];
+    for (size_t i = 0; i < n; i++) {
+        if (recs[i].type == 'X' && le64(recs[i].p) == frames) {
+            for (int k = 0; k < 16; k++)
+                snprintf(hex + 2 * k, 3, "%02x", recs[i].p[8 + k]);
+            free(buf);
+            return hex;
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
+/* A replay checks the recorded hashes: one that differs ends it with
+ * status 1, naming the frame; --until-frame stops there. */
+START_TEST(journal_replay_checks_and_stops)
+{
+    const char *dir = tkit_tmpdir();
+    const char *jp = small_journal(dir);
+    const char *out = NULL, *err = NULL;
+    ck_assert_int_eq(run_replay(jp, NULL, &out, &err), 0);
+    /* Stop at frame 12: the world hash then is the one recorded there. */
+    const char *until[] = {"--until-frame", "12", NULL};
+    ck_assert_int_eq(run_replay(jp, until, &out, &err), 0);
+    const char *h12 = recorded_hash(jp, 12);
+    ck_assert_ptr_nonnull(h12);
+    char want[80];
+    snprintf(want, sizeof want, "frame 12: world hash %s", h12);
+    ck_assert_msg(strstr(out, want), "%s (want %s)", out, want);
+    /* A recorded hash changed (its checksum made to match): found. */
+    unsigned char *buf;
+    static jrec recs[20000];
+    size_t n = read_records(jp, &buf, recs, 20000);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (recs[i].type == 'X' && le64(recs[i].p) == 17)
+            k = i;
+    ck_assert_uint_gt(k, 0);
+    unsigned char *r = buf + recs[k].off;
+    r[9 + 8] ^= 0xff;
+    uint32_t c = crc32c(r + 8, recs[k].len + 1);
+    for (int b = 0; b < 4; b++)
+        r[4 + b] = (unsigned char)(c >> (8 * b));
+    char bad[700];
+    snprintf(bad, sizeof bad, "%s/bad.journal", dir);
+    FILE *f = fopen(bad, "wb");
+    struct stat st;
+    ck_assert_int_eq(stat(jp, &st), 0);
+    fwrite(buf, 1, (size_t)st.st_size, f);
+    fclose(f);
+    free(buf);
+    ck_assert_int_eq(run_replay(bad, NULL, &out, &err), 1);
+    ck_assert_msg(strstr(err, "frame 17: the world hash is"), "%s", err);
+    /* A journal that is not one: refused, naming it. */
+    char junk[700];
+    snprintf(junk, sizeof junk, "%s/junk", dir);
+    f = fopen(junk, "wb");
+    fputs("not a journal at all", f);
+    fclose(f);
+    ck_assert_int_eq(run_replay(junk, NULL, &out, &err), 1);
+    ck_assert_msg(strstr(err, junk), "%s", err);
+}
+END_TEST
+
+/* --step --socket: the world as it was at the journal's start, served;
+ * world.step replays recorded frames (world.trace with it traces them),
+ * methods that change the world are refused. */
+START_TEST(journal_replay_serves_the_socket)
+{
+    const char *dir = tkit_tmpdir();
+    const char *jp = small_journal(dir);
+    const char *args[] = {"--config", "@CONFIG@", "--replay", jp, "--step", "--socket", "@SOCK@",
+                          NULL};
+    tkit_opts o = {.args = args};
+    tkit_daemon *r = tkit_start(&o);
+    tkit_conn *c = tkit_connect(r);
+    ck_assert_int_eq(tkit_frame(c), 0);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 0);
+    json_t *st = tkit_ok(c, "world.step", "{\"frames\":3}");
+    ck_assert_int_eq(tkit_geti(st, "frame"), 3);
+    ck_assert_str_eq(hash_of(c), recorded_hash(jp, 3));
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 4);
+    ck_assert(tkit_getd(tkit_ok(c, "entity.get", "{\"id\":1}"), "props.x") > 0);
+    json_t *tr = tkit_step_traced(c, 2);
+    ck_assert_int_eq(json_array_size(tr), 2);
+    ck_assert_str_eq(hash_of(c), recorded_hash(jp, 5));
+    tkit_err(c, TKIT_INVALID_STATE, "replays a journal", "entity.spawn", "{\"class\":\"counter\"}");
+    tkit_finish(r);
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
     Suite *s = suite_create("journal");
@@ -521,6 +684,8 @@ static Suite *journal_suite(void)
     tcase_add_test(tc, journal_determinism_mixed);
     tcase_add_test(tc, journal_determinism_snapshots);
     tcase_add_test(tc, journal_determinism_real_dt);
+    tcase_add_test(tc, journal_replay_checks_and_stops);
+    tcase_add_test(tc, journal_replay_serves_the_socket);
     suite_add_tcase(s, tc);
     return s;
 }
