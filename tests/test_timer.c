@@ -1060,12 +1060,6 @@ START_TEST(timer_restore_exact)
     uint64_t serial = tk_timer_serial(W);
     bool ticked = tk_timer_ticked_last_frame(W);
     ck_assert(ticked); /* the last frame was not a pause frame */
-    tk_world_set_paused(W, true);
-    frames(1);
-    ck_assert(!tk_timer_ticked_last_frame(W)); /* a pause frame: the manager stood */
-    tk_world_set_paused(W, false);
-    frames(1);
-    ck_assert(tk_timer_ticked_last_frame(W));
     tk_world_time t;
     tk_world_get_time(W, &t);
     /* The restored world, its timers in slot order (as saved). */
@@ -1126,6 +1120,22 @@ START_TEST(timer_restore_exact)
     tk_timer_handle gone = h[1];
     ck_assert_int_eq(tk_timer_restore_order(w2, &gone, 1), TK_ENOENT);
     tk_engine_free(e2);
+}
+END_TEST
+
+/* Whether the manager ticked in the last completed frame: the same before
+ * a frame's hooks and after (unlike "this frame"), false after a pause. */
+START_TEST(timer_ticked_last_frame)
+{
+    ck_assert(!tk_timer_ticked_last_frame(W));
+    frames(1);
+    ck_assert(tk_timer_ticked_last_frame(W));
+    tk_world_set_paused(W, true);
+    frames(1);
+    ck_assert(!tk_timer_ticked_last_frame(W));
+    tk_world_set_paused(W, false);
+    frames(1);
+    ck_assert(tk_timer_ticked_last_frame(W));
 }
 END_TEST
 
@@ -1991,6 +2001,7 @@ static Suite *timer_suite(void)
     tcase_add_test(tc, timer_restore);
     tcase_add_test(tc, timer_restore_next_tick);
     tcase_add_test(tc, timer_restore_exact);
+    tcase_add_test(tc, timer_ticked_last_frame);
     tcase_add_test(tc, timer_world_paused_and_dilation);
     tcase_add_test(tc, timer_free_ud_once);
     tcase_add_test(tc, timer_invalid_args);
