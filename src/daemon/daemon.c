@@ -260,13 +260,9 @@ static uint64_t request_budget_ns(tkd *d)
 static void wait_hook(void *ud, uint64_t deadline)
 {
     tkd *d = ud;
-    if (d->replay && !d->srv) {
-        tkd_replay_wait(d, deadline);
-        return;
-    }
-    if (d->replay) { /* tickd --replay serving: requests between replayed frames */
-        tkd_replay_wait(d, deadline);
-        tkd_server_flush(d->srv);
+    if (d->replay) { /* the journal's frames run back to back */
+        if (d->srv)
+            tkd_server_flush(d->srv);
         return;
     }
     tkd_rec_release(d);
@@ -415,10 +411,8 @@ static void pre_world(void *ud, tk_engine_t *e)
 {
     (void)e;
     tkd *d = ud;
-    if (d->replay) {
-        tkd_replay_pre_world(d);
-        return;
-    }
+    if (d->replay)
+        return; /* the boundary's records were applied before the frame */
     if (d->reload)
         do_reload(d);
     uint64_t t0 = tkd_prof_active(d->prof) ? tk_clock_now_ns() : 0;

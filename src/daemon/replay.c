@@ -616,21 +616,17 @@ static void apply_pending(tkd *d)
 
 static void apply_pending_cb(void *ud) { apply_pending(ud); }
 
-void tkd_replay_wait(tkd *d, uint64_t deadline_ns)
+/* The records before the next frame record, applied as they ran (in the
+ * request hooks: tk_engine_run_deferred), then the frame number checked:
+ * the frame about to run must be the one recorded (a world.load among the
+ * records sets the counter). */
+static void apply_boundary(void *ud)
 {
-    (void)d;
-    (void)deadline_ns;
-    /* Frames run back to back; the records come from the journal. */
-}
-
-void tkd_replay_pre_world(tkd *d)
-{
+    tkd *d = ud;
     tkd_replayer *R = d->replay;
-    if (!R->gathered)
-        gather(R);
     bool frame = R->have_frame;
     uint64_t want = R->frame_no, at_off = R->frame_off;
-    apply_pending(d); /* a world.load among them sets the frame counter */
+    apply_pending(d);
     if (frame && tk_world_frame(d->world) != want) {
         tkd_jrec at = {.off = at_off};
         replay_fatal(R, &at, "frame %" PRIu64 " is recorded next, but the world is at frame %" PRIu64,
@@ -672,24 +668,39 @@ void tkd_replay_step_request(tkd *d, tkd_call *call, uint64_t n)
 
 /* Run the journal's frames until it ends, a fatal record, or (tool) the
  * world completed `until` frames. */
-static void run_frames(tkd *d, bool has_until, uint64_t until)
+/* Replay one recorded frame: its boundary's records, then the frame with
+ * its dt.  False at the end of the journal (its last records applied) or
+ * after a fatal record. */
+static bool replay_frame(tkd *d)
+{
+    tkd_replayer *R = d->replay;
+    if (!R->gathered)
+        gather(R);
+    if (!R->have_frame) {
+        /* Records after the last frame: the requests of the boundary the
+         * run stopped at. */
+        if (R->npend)
+            tk_engine_run_deferred(d->engine, apply_pending_cb, d);
+        return false;
+    }
+    tk_engine_run_deferred(d->engine, apply_boundary, d);
+    if (R->fatal)
+        return false;
+    tk_engine_set_next_dt(d->engine, R->frame_dt);
+    tk_engine_frame(d->engine);
+    return !R->fatal;
+}
+
+static void run_frames(tkd *d, bool has_until, uint64_t until, uint64_t max_frames)
 {
     tkd_replayer *R = d->replay;
     tk_engine_set_unpaced(d->engine, true);
-    while (!R->fatal && !d->shutdown) {
+    for (uint64_t n = 0; !R->fatal && !d->shutdown && (!max_frames || n < max_frames); n++) {
         if (has_until && tk_world_frame(d->world) >= until)
-            return;
-        if (!R->gathered)
-            gather(R);
-        if (!R->have_frame)
             break;
-        tk_engine_set_next_dt(d->engine, R->frame_dt);
-        tk_engine_frame(d->engine);
+        if (!replay_frame(d))
+            break;
     }
-    /* Records after the last frame: the requests of the boundary the run
-     * stopped at. */
-    if (!R->fatal && !d->shutdown && R->gathered && !R->have_frame && R->npend)
-        tk_engine_run_deferred(d->engine, apply_pending_cb, d);
     tk_engine_set_unpaced(d->engine, false);
 }
 
@@ -820,7 +831,7 @@ static int recover(tkd *d, const char *jpath, uint64_t *end, char *err, size_t e
     }
     uint64_t t0 = tk_clock_now_ns(), f0 = tk_world_frame(d->world);
     d->replay = R;
-    run_frames(d, false, 0);
+    run_frames(d, false, 0, 0);
     d->replay = NULL;
     if (R->fatal) {
         snprintf(err, errlen, "%s", R->fatal_msg);
@@ -1020,7 +1031,7 @@ int tkd_replay_main(tkd *d)
     tkd_replayer *R = d->replay;
     uint64_t until = o->step ? tk_world_frame(d->world) : o->until_frame;
     bool has_until = o->step || o->has_until;
-    run_frames(d, has_until, until);
+    run_frames(d, has_until, until, 0);
     int rc = 0;
     if (R->fatal) {
         fprintf(stderr, "tickd: replay: %s\n", R->fatal_msg);
@@ -1049,12 +1060,9 @@ int tkd_replay_main(tkd *d)
             tkd_serve_once(d, 200);
             continue;
         }
-        if (!R->gathered)
-            gather(R);
-        if (!R->have_frame) {
+        tk_engine_set_unpaced(d->engine, true);
+        if (!replay_frame(d) && !R->fatal) {
             /* The journal ends here: what was asked for cannot run. */
-            if (R->npend)
-                tk_engine_run_deferred(d->engine, apply_pending_cb, d);
             while (R->waiters) {
                 step_waiter *w = R->waiters;
                 R->waiters = w->next;
@@ -1065,9 +1073,6 @@ int tkd_replay_main(tkd *d)
             R->owed = 0;
             continue;
         }
-        tk_engine_set_unpaced(d->engine, true);
-        tk_engine_set_next_dt(d->engine, R->frame_dt);
-        tk_engine_frame(d->engine);
         tkd_serve_once(d, 0);
     }
     if (R->fatal) {
@@ -1081,4 +1086,23 @@ void tkd_replay_fini(tkd *d)
 {
     replayer_free(d->replay);
     d->replay = NULL;
+}
+
+int tkd_replay_file(tkd *d, const char *journal, uint64_t max_frames, char *err, size_t errlen)
+{
+    tkd_replayer *R = NULL;
+    if (replayer_open(journal, false, &R, err, errlen) != 0)
+        return -1;
+    int rc = load_base(d, R, NULL, err, errlen);
+    if (rc == 0) {
+        d->replay = R;
+        run_frames(d, false, 0, max_frames);
+        d->replay = NULL;
+        if (R->fatal) {
+            snprintf(err, errlen, "%s", R->fatal_msg);
+            rc = -1;
+        }
+    }
+    replayer_free(R);
+    return rc;
 }

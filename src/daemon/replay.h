@@ -12,10 +12,10 @@
  * after each world.load.  Commits (group commits) at the end of each drain
  * of requests, of pre_world and of post_frame.
  *
- * A replay applies the records in order with the same engine and hooks:
- * the records of a boundary in the request hooks of the frame that follows
- * (or, after the last frame, in tk_engine_run_deferred), each recorded frame
- * with its recorded dt (tk_engine_set_next_dt), unpaced.  Requests run as
+ * A replay applies the records in order with the same engine: the records
+ * of a boundary as deferred commands (tk_engine_run_deferred: as the
+ * request hooks run them), then the frame with its recorded dt
+ * (tk_engine_set_next_dt), unpaced.  Requests run as
  * they ran (as a client's: big ones in slices, the slices where the journal
  * says), nothing is journaled, no file is saved, timer actions run from the
  * frames as they did.  Recorded hashes are checked where they stand.
@@ -83,10 +83,9 @@ void tkd_rec_fini(tkd *d);
 
 typedef struct tkd_replayer tkd_replayer;
 
-/* The engine hooks while a replay runs (daemon.c calls them instead of the
- * live ones when d->replay is set). */
-void tkd_replay_wait(tkd *d, uint64_t deadline_ns);
-void tkd_replay_pre_world(tkd *d);
+/* The post_frame hook while a replay runs (the records are applied
+ * before each frame, in tk_engine_run_deferred; the request hooks do
+ * nothing then). */
 void tkd_replay_post_frame(tkd *d, const tk_frame_info *f);
 /* A replay's world.step: n more recorded frames (answered when they ran). */
 void tkd_replay_step_request(tkd *d, tkd_call *call, uint64_t n);
@@ -109,6 +108,10 @@ typedef struct tkd_replay_opts {
  * replayed.
  */
 int tkd_replay_main(tkd *d);
+/* Replay `journal` on d (offline daemons: tests, the fuzz target), at
+ * most `max_frames` frames (0: all): 0, or -1 with err (a journal that
+ * cannot be read or a record that does not fit). */
+int tkd_replay_file(tkd *d, const char *journal, uint64_t max_frames, char *err, size_t errlen);
 /* tkd_init's part of tickd --replay: the journal checked, its base loaded. */
 int tkd_replay_open_tool(tkd *d, char *err, size_t errlen);
 void tkd_replay_fini(tkd *d);
