@@ -45,6 +45,7 @@ static const target targets[] = {
     {"request", tkd_fuzz_request},
     {"config", tkd_fuzz_config},
     {"snapshot", tkd_fuzz_snapshot},
+    {"journal", tkd_fuzz_journal},
 };
 
 #define N_TARGETS (sizeof targets / sizeof targets[0])
