@@ -463,7 +463,7 @@ static int check_rows(const json_t *obj, const tkd_field *fields, const char *pa
             if (f->flags & TKD_F_REQUIRED)
                 return werr(e, &w, "required");
             if (out && (f->flags & TKD_F_DEFAULT)) {
-                out->u = (uint64_t)f->def;
+                out->u = f->def >= 0 ? (uint64_t)f->def : 0; /* a negative default: a number param */
                 out->num = f->def;
                 out->b = f->def != 0;
                 out->str = f->def_str;

@@ -838,13 +838,18 @@ static int recover(tkd *d, const char *jpath, uint64_t *end, char *err, size_t e
         replayer_free(R);
         return -1;
     }
+    uint8_t h[TKD_HASH_BYTES];
+    char hex[TKD_HASH_HEX];
+    tkd_world_hash(d, h);
+    tkd_hash_hex(h, hex);
     tk_log_info("journal: %s replayed on %s: %" PRIu64 " frames (%" PRIu64 " to %" PRIu64
                 "), %" PRIu64 " requests, %" PRIu64 " slices, %" PRIu64 " hashes checked "
-                "(%" PRIu64 " differed) in %.2f s; %s",
+                "(%" PRIu64 " differed) in %.2f s; %s; world hash %s at frame %" PRIu64,
                 jpath, base_is(R->header, "snapshot") ? d->journal_base : "the empty world",
                 R->frames, f0, tk_world_frame(d->world), R->requests, R->steps, R->hashes,
                 R->mismatches, (double)(tk_clock_now_ns() - t0) / 1e9,
-                R->ended ? "it ended with a graceful shutdown" : "it ended without one (a crash)");
+                R->ended ? "it ended with a graceful shutdown" : "it ended without one (a crash)",
+                hex, tk_world_frame(d->world));
     if (d->replay_failures)
         tk_log_error("journal: %" PRIu64 " recorded requests failed when replayed (logged above): "
                      "the world may differ from the one that ran",
