@@ -55,7 +55,13 @@ mover_ns_per_entity_1m|<= 3|le|3
 mover_floor_ratio|<= 1.2|le|1.2
 mover_shuffled_ns_per_entity_1m|-|-|0
 bytes_per_mover_entity|<= 100|le|100
-mspt_p99_1m_movers_1t|<= 8|le|8'
+mspt_p99_1m_movers_1t|<= 8|le|8
+journal_rpc_requests_per_s_always|-|-|0
+journal_rpc_requests_per_s_everysec|-|-|0
+journal_rpc_requests_per_s_no|-|-|0
+journal_rpc_ratio_always|-|-|0
+journal_rpc_ratio_everysec|-|-|0
+journal_rpc_ratio_no|-|-|0'
 
 {
   printf '{'

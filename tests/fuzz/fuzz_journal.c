@@ -7,12 +7,13 @@
  *    record lies inside the input, offsets only move forward, a torn or
  *    corrupt record ends the walk where it starts, and a record that the
  *    walk accepted decodes or is refused, never read past its length;
- *  - as a journal replayed on an offline daemon (tkd_replay_file), when its
- *    header is readable and its base is the empty world (a base snapshot
- *    would name a file of the machine): the records applied, the recorded
- *    hashes checked, the frames run with their dts.  The replay ends with
- *    0 or an error naming the file, and every frame it ran moved the
- *    counter by one.
+ *  - as a journal replayed on an offline daemon (tkd_replay_file), with
+ *    every record's checksum made right first (so that mutations reach the
+ *    records' contents, which a checksum would otherwise turn away), when
+ *    its header is readable and its base is the empty world (a base
+ *    snapshot would name a file of the machine): the records applied, the
+ *    recorded hashes checked, the frames run with their dts.  The replay
+ *    ends with 0 or an error naming the file.
  *
  * Inputs that mention the `burner` class are not replayed (its tick
  * busy-waits by design).  At most REPLAY_FRAMES frames run per input.
@@ -93,6 +94,24 @@ static void walk(const uint8_t *data, size_t size, bool *replayable)
     }
 }
 
+/* A copy of the input with each whole record's checksum recomputed. */
+static uint8_t *fix_checksums(const uint8_t *data, size_t size)
+{
+    uint8_t *b = malloc(size ? size : 1);
+    memcpy(b, data, size);
+    for (size_t o = 0; o + TKD_JREC_HEAD <= size;) {
+        uint32_t len = (uint32_t)b[o] | (uint32_t)b[o + 1] << 8 | (uint32_t)b[o + 2] << 16 |
+                       (uint32_t)b[o + 3] << 24;
+        if (len > TKD_JREC_MAX || len > size - o - TKD_JREC_HEAD)
+            break;
+        uint32_t c = tkd_crc32c(0, b + o + 8, (size_t)len + 1);
+        for (int i = 0; i < 4; i++)
+            b[o + 4 + i] = (uint8_t)(c >> (8 * i));
+        o += TKD_JREC_HEAD + len;
+    }
+    return b;
+}
+
 static bool mentions(const uint8_t *data, size_t size, const char *word)
 {
     return memmem(data, size, word, strlen(word)) != NULL;
@@ -107,14 +126,19 @@ int tkd_fuzz_journal(const uint8_t *data, size_t size)
     }
     bool replayable;
     walk(data, size, &replayable);
-    if (!replayable || mentions(data, size, "burner"))
+    uint8_t *fixed = fix_checksums(data, size);
+    walk(fixed, size, &replayable);
+    if (!replayable || mentions(data, size, "burner")) {
+        free(fixed);
         return 0;
+    }
     char path[320], snap[320];
     snprintf(path, sizeof path, "%s/journal", tkd_fuzz_tmpdir());
     snprintf(snap, sizeof snap, "%s/world.json", tkd_fuzz_tmpdir());
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
+    if (!f || fwrite(fixed, 1, size, f) != size || fclose(f) != 0)
         FAIL("cannot write %s", path);
+    free(fixed);
     tkd d;
     tkd_fuzz_offline_init(&d, "journal", snap);
     char err[TKD_ERR_MAX];
