@@ -95,7 +95,7 @@ static void failv(req *r, int code, const char *fmt, va_list ap)
         /* A recorded request that succeeded when it ran: the replay is
          * not following the run any more. */
         r->d->replay_failures++;
-        tk_log_error("journal: replaying %s failed (%d): %s", r->method, code, msg);
+        tk_log_warn("journal: replaying %s failed (%d): %s", r->method, code, msg);
     } else {
         r->d->action_errors++;
         tk_log_warn("timer action %s failed (%d): %s", r->method, code, msg);
@@ -289,7 +289,7 @@ static void job_error(tkd *d, tkd_job *j, int code, const char *msg)
         tkd_call_error(j->call, code, NULL, "%s", msg);
     } else if (d->replay) {
         d->replay_failures++;
-        tk_log_error("journal: replaying %s failed (%d): %s", job_method(j), code, msg);
+        tk_log_warn("journal: replaying %s failed (%d): %s", job_method(j), code, msg);
     }
 }
 
