@@ -9,7 +9,7 @@
 #include "hash.h"
 #include "params.h"
 
-/* ---- SipHash-2-4, 128-bit output (Aumasson & Bernstein) ------------------------- */
+/* ---- SipHash-1-3, 128-bit output (Aumasson & Bernstein's SipHash-c-d) ---------- */
 
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
 #define SIPROUND(s)                                                                                \
@@ -50,10 +50,11 @@ void tkd_sip_init(tkd_sip *s, const uint8_t key[16])
     s->len = 0;
 }
 
+/* SipHash-1-3 (one compression round per word, three to finish): what
+ * Rust's hash maps use; a digest against accidental differences. */
 static inline void sip_word(tkd_sip *s, uint64_t m)
 {
     s->v3 ^= m;
-    SIPROUND(s);
     SIPROUND(s);
     s->v0 ^= m;
 }
@@ -82,11 +83,11 @@ void tkd_sip_final(tkd_sip *s, uint8_t out[TKD_HASH_BYTES])
     uint64_t b = (s->len << 56) | s->tail;
     sip_word(s, b);
     s->v2 ^= 0xee;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         SIPROUND(s);
     uint64_t h0 = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
     s->v1 ^= 0xdd;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         SIPROUND(s);
     uint64_t h1 = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
     for (int i = 0; i < 8; i++) {
@@ -127,12 +128,12 @@ int tkd_hash_parse(const char *hex, uint8_t out[TKD_HASH_BYTES])
 static const uint8_t world_key[16] = {'t', 'i', 'c', 'k', 'd', '-', 'w', 'o',
                                       'r', 'l', 'd', '-', 'h', 'a', 's', 'h'};
 
-static void h_u64(tkd_sip *s, uint64_t v)
+/* The encoding is made of whole 64-bit words (strings are padded), so a
+ * word goes straight into the digest. */
+static inline void h_u64(tkd_sip *s, uint64_t v)
 {
-    uint8_t b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-    tkd_sip_update(s, b, 8);
+    s->len += 8;
+    sip_word(s, v);
 }
 
 static void h_f64(tkd_sip *s, double v)
@@ -149,13 +150,20 @@ static void h_f32(tkd_sip *s, float v)
     h_u64(s, u);
 }
 
-static void h_tag(tkd_sip *s, char tag) { tkd_sip_update(s, &tag, 1); }
+static void h_tag(tkd_sip *s, char tag) { h_u64(s, (uint64_t)(unsigned char)tag); }
 
+/* Its length, then its bytes in words (the last one zero-padded). */
 static void h_str(tkd_sip *s, const char *str)
 {
     size_t n = str ? strlen(str) : 0;
     h_u64(s, n);
-    tkd_sip_update(s, str ? str : "", n);
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w = 0;
+        size_t k = n - i < 8 ? n - i : 8;
+        for (size_t j = 0; j < k; j++)
+            w |= (uint64_t)(unsigned char)str[i + j] << (8 * j);
+        h_u64(s, w);
+    }
 }
 
 /* Any JSON value, canonically (sorted keys, reals that read back). */
@@ -184,13 +192,38 @@ static void h_spec(tkd_sip *s, const tk_tick_spec *sp)
 typedef struct hctx {
     tkd *d;
     tkd_sip *s;
+    /* Names hashed once, then their digests (entities of a class or a
+     * level come in runs). */
+    const tks_class *cls;
+    uint64_t cls_h;
+    tk_level_id level;
+    uint64_t level_h;
 } hctx;
 
+/* A 64-bit digest of a name (FNV-1a: names are short, their digest goes
+ * into the SipHash stream). */
+static uint64_t name_digest(const char *n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; n && *n; n++)
+        h = (h ^ (unsigned char)*n) * 0x100000001b3ull;
+    return h;
+}
+
+static void h_class(hctx *c, const tks_class *cls)
+{
+    if (cls != c->cls) {
+        c->cls = cls;
+        c->cls_h = name_digest(tks_class_name(cls));
+    }
+    h_u64(c->s, c->cls_h);
+}
+
+/* A prop's value; its name and type are the class's declarations, which
+ * the class's name (hashed once per instance) stands for. */
 static void h_prop(void *ud, const tks_prop_desc *pd, const tks_value *v)
 {
     tkd_sip *s = ud;
-    h_str(s, pd->name);
-    h_u64(s, (uint64_t)pd->type);
     if (pd->type == TKS_PROP_NUMBER || pd->type == TKS_PROP_COUNT || pd->type == TKS_PROP_ID)
         h_f64(s, v->num);
     else if (pd->type == TKS_PROP_BOOL)
@@ -247,15 +280,20 @@ static void h_entity(void *ud, const tks_entity *e)
     tkd_sip *s = c->s;
     h_tag(s, 'E');
     h_u64(s, tks_entity_id(e));
-    h_str(s, tks_class_name(tks_entity_class(e)));
-    h_str(s, tk_level_name(c->d->world, tks_entity_level(e)));
+    h_class(c, tks_entity_class(e));
+    tk_level_id lv = tks_entity_level(e);
+    if (lv != c->level) {
+        c->level = lv;
+        c->level_h = name_digest(tk_level_name(c->d->world, lv));
+    }
+    h_u64(s, c->level_h);
     h_f32(s, tks_entity_dilation(e));
     tks_entity_props(c->d->sim, e, -1, h_prop, s);
     h_fn(c, e, -1);
     size_t nc = tks_entity_component_count(e);
     h_u64(s, nc);
     for (size_t i = 0; i < nc; i++) {
-        h_str(s, tks_class_name(tks_entity_component_class(e, i)));
+        h_class(c, tks_entity_component_class(e, i));
         tks_entity_props(c->d->sim, e, (int)i, h_prop, s);
         h_fn(c, e, (int)i);
     }
@@ -370,7 +408,7 @@ void tkd_world_hash_sections(tkd *d, uint8_t out[TKD_HASH_BYTES],
 {
     tkd_sip s;
     tk_world_t *w = d->world;
-    hctx c = {d, &s};
+    hctx c = {d, &s, NULL, 0, TK_LEVEL_NONE, 0};
     uint8_t local[TKD_HASH_SECTIONS][TKD_HASH_BYTES];
     if (!sec)
         sec = local;

@@ -214,7 +214,7 @@ static const tkd_field trace_result[] = {
     R_BOOL("truncated", "the trace reached its size limit"), {0}};
 
 static const tkd_field hash_result[] = {
-    R_STR("hash", "32 hex digits: SipHash-2-4-128 of the world in a canonical order"),
+    R_STR("hash", "32 hex digits: SipHash-1-3-128 of the world in a canonical order"),
     R_INT("frame", "frames completed when it was taken"),
     R_OBJ("sections", "the digest of each part: time, counters, levels, entities, timers, "
                       "tickables (the whole hashes these in this order)"),
