@@ -256,6 +256,17 @@ void tkd_rec_save_end(tkd *d, uint64_t id, bool ok)
 {
     if (!id || !d->journal || id != d->rewrite_id)
         return;
+    if (!ok) {
+        /* A save child that died after it renamed the snapshot into place
+         * (before it could say so): the snapshot on the disk decides. */
+        bool exists;
+        if (tkd_snapshot_peek_journal_id(d->journal_base, &exists) == id) {
+            tk_log_warn("journal: %s holds the new snapshot although its save reported a "
+                        "failure: the new journal goes with it",
+                        d->journal_base);
+            ok = true;
+        }
+    }
     tkd_journal_rewrite_end(d->journal, ok);
     d->rewrite_id = 0;
     if (ok)
@@ -482,6 +493,7 @@ static void gather(tkd_replayer *R)
     tkd_jrec rec;
     while (R->off < R->end &&
            tkd_journal_next(R->map, (size_t)R->end, &R->off, &rec, NULL, 0) == TKD_JNEXT_RECORD) {
+        R->ended = rec.type == TKD_JR_END; /* the last record says how it ended */
         if (rec.type == TKD_JR_FRAME) {
             tkd_jdecode_frame(&rec, &R->frame_no, &R->frame_dt);
             R->frame_off = rec.off;
@@ -605,8 +617,7 @@ static void apply_pending(tkd *d)
         case TKD_JR_HASH:
             check_hash(d, R, rec);
             break;
-        case TKD_JR_END:
-            R->ended = true;
+        case TKD_JR_END: /* a graceful shutdown (gather notes whether it is the last) */
             break;
         }
     }
