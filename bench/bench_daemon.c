@@ -2178,11 +2178,16 @@ static void journal_bench(bench *b)
             }
             json_t *st = conn_call(&c[k], "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
             json_t *js = json_object_get(st, "journal");
-            note("journal %s: runs %s requests/s%s; largest frame gap %.1f ms; %s%.0f fsyncs, "
-                 "longest %.2f ms, %.0f writes (group commits), longest %.2f ms",
-                 names[k], runs, k ? "" : " (the floor)", gap[k], js ? "" : "(no journal) ",
-                 jnum(js, "fsyncs", NULL), jnum(js, "fsync_max_ms", NULL),
-                 jnum(js, "writes", NULL), jnum(js, "write_max_ms", NULL));
+            if (js)
+                note("journal %s: runs %s requests/s; largest frame gap %.1f ms; %.0f fsyncs, "
+                     "longest %.2f ms, %.0f writes (group commits), longest %.2f ms",
+                     names[k], runs, gap[k], jnum(js, "fsyncs", NULL),
+                     jnum(js, "fsync_max_ms", NULL), jnum(js, "writes", NULL),
+                     jnum(js, "write_max_ms", NULL));
+            else
+                note("journal %s: runs %s requests/s (the floor: no journal); largest frame "
+                     "gap %.1f ms",
+                     names[k], runs, gap[k]);
             json_decref(st);
             figure(f_rate[k], median(copy, RUNS));
             if (f_ratio[k] >= 0)

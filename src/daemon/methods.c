@@ -27,7 +27,7 @@
  * exists: the reply then waits for the record (the server's gate). */
 static void record(req *r)
 {
-    if (r->recorded || !r->call || !r->d->journal || r->d->replay || !tkd_rec_method(r->method))
+    if (r->recorded || !r->rec)
         return;
     r->recorded = true;
     tkd_rec_request(r->d, r->method, r->params);
@@ -627,12 +627,15 @@ bool tkd_method_readonly(const char *name)
 
 void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
 {
-    req r = {d, call, call != NULL || d->replay_req, false, method, params, false, 0, NULL, {{0}}};
+    req r = {.d = d, .call = call, .client = call != NULL || d->replay_req, .method = method,
+             .params = params};
     char jerr[320];
     uint64_t t0 = tk_clock_now_ns();
     size_t n;
     const tkd_method *const *table = tkd__methods(&n);
     size_t i = method_index(method);
+    /* Looked up once: the journal records a client's change when it succeeds. */
+    r.rec = call && d->journal && !d->replay && i < N_METHODS && tkd_rec_method(method);
     tkd_perr pe;
     if (i == N_METHODS) {
         fail(&r, -32601, "method not found: %s", method);
@@ -641,7 +644,7 @@ void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
              "%s: this daemon replays a journal (tickd --replay): it serves the methods that read "
              "and world.step, which replays the next recorded frames",
              method);
-    } else if (call && d->journal && tkd_rec_method(method) && tkd_rec_failing(d, jerr, sizeof jerr)) {
+    } else if (r.rec && tkd_rec_failing(d, jerr, sizeof jerr)) {
         /* Nothing that changes the world runs while it cannot be recorded. */
         fail(&r, -32603, "%s: refused: %s (retried every second)", method, jerr);
     } else if (d->cfg.max_memory && !d->replay && grows_state(method) && over_memory(d)) {
