@@ -631,6 +631,18 @@ static int run_batch(tkd_journal *j, jbatch *b, double *write_ms)
         return 0;
     }
     case B_BEGIN: {
+        if (b->fd < 0) {
+            b->fd = open(j->next_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                         0640);
+            if (b->fd < 0) {
+                /* No new journal: records go to the old one only, the save
+                 * waits for a header that does not come and fails, and the
+                 * old pair stands. */
+                tk_log_error("journal: cannot create the new journal %s: %s", j->next_path,
+                             strerror(errno));
+                return 0;
+            }
+        }
         int rc = write_all(b->fd, b->buf, b->len, &b->done_main);
         if (rc)
             return rc;
@@ -1023,17 +1035,13 @@ int tkd_journal_rewrite_begin(tkd_journal *j, const json_t *header, char *err, s
         snprintf(err, errlen, "a journal rewrite is in progress");
         return -1;
     }
-    /* Records so far go to the old journal only. */
+    /* Records so far go to the old journal only.  The writer creates the
+     * new file in its turn: the end of the previous rewrite (its rename of
+     * "<path>.new" into place, or its removal) may still be queued. */
     tkd_journal_commit(j);
-    int fd = open(j->next_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create the new journal %s: %s", j->next_path,
-                 strerror(errno));
-        return -1;
-    }
     jbatch *b = tk_calloc(1, sizeof *b);
     b->kind = B_BEGIN;
-    b->fd = fd;
+    b->fd = -1;
     b->buf = header_record(header, &b->len);
     pthread_mutex_lock(&j->mu);
     enqueue(j, b);

@@ -215,10 +215,13 @@ int tkd_journal_sync(tkd_journal *j, char *err, size_t errlen);
 void tkd_journal_get_stats(tkd_journal *j, tkd_journal_stats *out);
 
 /*
- * The rewrite at a snapshot of the base (see above).  begin: create
- * "<path>.new" with `header` (whose "id" the snapshot will carry) and send
- * every record to both files from now on; 0, or -1 with `err` (nothing
- * changed: the save must not go on).  end: the snapshot was written (ok:
+ * The rewrite at a snapshot of the base (see above).  begin: have the
+ * writer create "<path>.new" with `header` (whose "id" the snapshot will
+ * carry), in order after what is queued (the end of the previous rewrite),
+ * and send every record to both files from now on; 0, or -1 with `err`
+ * while a rewrite is in progress (nothing changed: the save must not go
+ * on).  If the writer cannot create the file it logs why and the save's
+ * tkd_journal_await_header times out.  end: the snapshot was written (ok:
  * the new journal replaces the old one) or not (the new file is removed).
  */
 int tkd_journal_rewrite_begin(tkd_journal *j, const json_t *header, char *err, size_t errlen);

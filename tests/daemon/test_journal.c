@@ -340,6 +340,57 @@ START_TEST(journal_rewrite_switch_and_abort)
 }
 END_TEST
 
+/* A rewrite that begins right after the previous one ended, before the
+ * writer carried out that end (its rename of the new file into place or
+ * its removal): each in its turn, the journal whole, the second's new file
+ * there with its own header. */
+START_TEST(journal_rewrites_back_to_back)
+{
+    char err[256];
+    json_t *h = header(1);
+    const char *jp = path_of("bb");
+    tkd_journal *j = tkd_journal_open(jp, TKD_FSYNC_ALWAYS, 0, h, err, sizeof err);
+    json_decref(h);
+    ck_assert_ptr_nonnull(j);
+    for (int round = 0; round < 2; round++) {
+        uint64_t a = 10 + 2 * (uint64_t)round, b = a + 1;
+        h = header(a);
+        ck_assert_int_eq(tkd_journal_rewrite_begin(j, h, err, sizeof err), 0);
+        json_decref(h);
+        tkd_journal_request(j, 0, "level.add", "{\"name\":\"one\"}", 14);
+        ck_assert_int_eq(tkd_journal_sync(j, err, sizeof err), 0);
+        ck_assert_int_eq(tkd_journal_await_header(jp, a, 5000, err, sizeof err), 0);
+        /* round 0: the first ended well; round 1: it failed. */
+        tkd_journal_rewrite_end(j, round == 0);
+        h = header(b);
+        ck_assert_int_eq(tkd_journal_rewrite_begin(j, h, err, sizeof err), 0);
+        json_decref(h);
+        tkd_journal_request(j, 0, "level.add", "{\"name\":\"two\"}", 14);
+        ck_assert_int_eq(tkd_journal_sync(j, err, sizeof err), 0);
+        ck_assert_int_eq(tkd_journal_await_header(jp, b, 5000, err, sizeof err), 0);
+        tkd_journal_rewrite_end(j, true);
+        ck_assert_int_eq(tkd_journal_sync(j, err, sizeof err), 0);
+        /* The journal is the second rewrite's: its header, then "two". */
+        size_t n;
+        uint8_t *buf = slurp(jp, &n);
+        uint64_t off = 0, id;
+        tkd_jrec r;
+        ck_assert_int_eq(tkd_journal_next(buf, n, &off, &r, NULL, 0), TKD_JNEXT_RECORD);
+        json_decref(tkd_jdecode_header(&r, &id, err, sizeof err));
+        ck_assert_uint_eq(id, b);
+        ck_assert_int_eq(tkd_journal_next(buf, n, &off, &r, NULL, 0), TKD_JNEXT_RECORD);
+        tkd_jrequest q;
+        tkd_jdecode_request(&r, &q);
+        ck_assert(memmem(q.params, q.params_len, "two", 3) != NULL);
+        ck_assert_int_eq(tkd_journal_next(buf, n, &off, &r, NULL, 0), TKD_JNEXT_END);
+        free(buf);
+        struct stat st;
+        ck_assert_int_ne(stat(path_of("bb.new"), &st), 0);
+    }
+    tkd_journal_close(j);
+}
+END_TEST
+
 /* Reopened after a recovery, a journal is cut at the last good record and
  * appended from there. */
 START_TEST(journal_reopen_cuts_the_tail)
@@ -455,6 +506,7 @@ static Suite *journal_suite(void)
     tcase_add_test(tc, journal_decoders_refuse);
     tcase_add_test(tc, journal_gate_and_release);
     tcase_add_test(tc, journal_rewrite_switch_and_abort);
+    tcase_add_test(tc, journal_rewrites_back_to_back);
     tcase_add_test(tc, journal_reopen_cuts_the_tail);
     tcase_add_test(tc, journal_write_failure_retried);
     tcase_add_test(tc, journal_policy_names);
