@@ -155,7 +155,7 @@ static const tkd_config_key keys[] = {
     {"journal", "hash_every", TKD_CFG_UINT, "600", 0, 4000000000.0, true,
      F(journal_hash_every), "frames",
      "Record world.hash in the journal this often, for replays to check; 0 = never."},
-    {"journal", "rewrite_mb", TKD_CFG_BYTES, "64m", 0, 1e15, true,
+    {"journal", "rewrite_mb", TKD_CFG_BYTES, "64m", 0, 1099511627776.0, true,
      F(journal_rewrite_bytes), "bytes",
      "A journal this big starts a snapshot (which starts a new journal); 0 = "
      "only autosaves and world.save."},

@@ -327,6 +327,7 @@ struct tkd_replayer {
     bool fatal;                /* a record that does not fit: stop          */
     char fatal_msg[400];
     bool ended;                /* the end record (a graceful shutdown)      */
+    uint64_t progress_ns;      /* recovery: when to tell systemd next, 0: never */
     /* tickd --replay serving at a stop. */
     uint64_t owed;             /* frames world.step asked for, not yet run  */
     step_waiter *waiters;
@@ -702,11 +703,29 @@ static bool replay_frame(tkd *d)
     return !R->fatal;
 }
 
+/* A recovery tells systemd where it is every second, and that it goes on:
+ * EXTEND_TIMEOUT_USEC keeps a long replay from reaching TimeoutStartSec
+ * (each message allows 10 s more, only ever extending the limit). */
+static void recovery_progress(tkd *d, tkd_replayer *R)
+{
+    uint64_t now = tk_clock_now_ns();
+    if (!R->progress_ns || now < R->progress_ns)
+        return;
+    R->progress_ns = now + 1000000000ull;
+    char msg[600];
+    snprintf(msg, sizeof msg,
+             "EXTEND_TIMEOUT_USEC=10000000\nSTATUS=recovering: replaying the journal %s, "
+             "offset %" PRIu64 " of %" PRIu64 ", frame %" PRIu64,
+             R->path, R->off, R->end, tk_world_frame(d->world));
+    tkd_notify_send(&d->notify, msg, false);
+}
+
 static void run_frames(tkd *d, bool has_until, uint64_t until, uint64_t max_frames)
 {
     tkd_replayer *R = d->replay;
     tk_engine_set_unpaced(d->engine, true);
     for (uint64_t n = 0; !R->fatal && !d->shutdown && (!max_frames || n < max_frames); n++) {
+        recovery_progress(d, R);
         if (has_until && tk_world_frame(d->world) >= until)
             break;
         if (!replay_frame(d))
@@ -836,6 +855,10 @@ static int recover(tkd *d, const char *jpath, uint64_t *end, char *err, size_t e
     tkd_replayer *R = NULL;
     if (replayer_open(jpath, d->journal_truncate_corrupt, &R, err, errlen) != 0)
         return -1;
+    tk_log_info("journal: recovering: replaying %s (%" PRIu64 " bytes) on %s", jpath, R->end,
+                base_is(R->header, "snapshot") ? d->journal_base : "the empty world");
+    R->progress_ns = 1; /* now, then every second */
+    recovery_progress(d, R);
     if (load_base(d, R, base_is(R->header, "snapshot") ? d->journal_base : NULL, err, errlen)) {
         replayer_free(R);
         return -1;
