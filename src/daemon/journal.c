@@ -592,7 +592,7 @@ static int write_all(int fd, const uint8_t *buf, size_t len, size_t *done)
     return 0;
 }
 
-static void fsync_dir(const char *path)
+void tkd_fsync_dir(const char *path)
 {
     char d[PATH_MAX];
     snprintf(d, sizeof d, "%s", path);
@@ -659,7 +659,7 @@ static int run_batch(tkd_journal *j, jbatch *b, double *write_ms)
             return errno;
         if (rename(j->next_path, j->path) != 0)
             return errno;
-        fsync_dir(j->path);
+        tkd_fsync_dir(j->path);
         close(j->fd);
         j->fd = j->fd_next;
         j->fd_next = -1;
@@ -903,7 +903,7 @@ tkd_journal *tkd_journal_open(const char *path, tkd_fsync policy, uint64_t at,
             }
             goto fail;
         }
-        fsync_dir(j->path);
+        tkd_fsync_dir(j->path);
         j->fd = fd;
         j->size = j->wsize = hl;
     } else {
@@ -1102,7 +1102,7 @@ int tkd_journal_await_header(const char *jpath, uint64_t id, int timeout_ms, cha
                                  strerror(rc));
                         return -1;
                     }
-                    fsync_dir(np);
+                    tkd_fsync_dir(np);
                     return 0;
                 }
                 if (h && hid != id)

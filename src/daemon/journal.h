@@ -240,6 +240,10 @@ int tkd_journal_await_header(const char *jpath, uint64_t id, int timeout_ms, cha
 /* A fresh journal id (random, not 0). */
 uint64_t tkd_journal_new_id(void);
 
+/* fsync the directory that holds `path` (a rename or a creation in it
+ * durable); best effort. */
+void tkd_fsync_dir(const char *path);
+
 /* Serialize one record (header + payload) into a malloc'd buffer: for
  * tests and the fuzz corpus.  *len gets its size. */
 uint8_t *tkd_journal_encode(uint8_t type, const void *payload, size_t len, size_t *out_len);

@@ -46,6 +46,7 @@
 #include "replay.h"
 #include "snapshot.h"
 #include "hotmem.h"
+#include "journal.h"
 #include "jsonw.h"
 #include "tickd/clock.h"
 
@@ -2035,13 +2036,7 @@ static int write_file(tkd *d, const char *path, uint64_t *bytes, snap_counts *cn
         unlink(tmp);
         return -32603;
     }
-    char dirbuf[PATH_MAX];
-    snprintf(dirbuf, sizeof dirbuf, "%s", path);
-    int dfd = open(dirname(dirbuf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    tkd_fsync_dir(path);
     *bytes = len;
     return 0;
 }

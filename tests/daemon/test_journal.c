@@ -68,6 +68,54 @@ static json_t *header(uint64_t id)
                      TKD_JOURNAL_VERSION, "id", hex, "base", "empty", "frame", 0);
 }
 
+/* A journal of the empty world, header id `id`, at `jp`. */
+static tkd_journal *open_journal(const char *jp, tkd_fsync policy, uint64_t id)
+{
+    char err[256];
+    json_t *h = header(id);
+    tkd_journal *j = tkd_journal_open(jp, policy, 0, h, err, sizeof err);
+    json_decref(h);
+    ck_assert_msg(j != NULL, "%s", err);
+    return j;
+}
+
+static void begin_rewrite(tkd_journal *j, uint64_t id)
+{
+    char err[256];
+    json_t *h = header(id);
+    ck_assert_int_eq(tkd_journal_rewrite_begin(j, h, err, sizeof err), 0);
+    json_decref(h);
+}
+
+static void sync_journal(tkd_journal *j)
+{
+    char err[256];
+    ck_assert_msg(tkd_journal_sync(j, err, sizeof err) == 0, "%s", err);
+}
+
+/* The journal at `jp` is the header of `id`, then one request whose params
+ * hold `word`, and nothing else; no "<jp>.new" is left. */
+static void expect_journal(const char *jp, uint64_t id, const char *word)
+{
+    char err[256], np[300];
+    size_t n;
+    uint8_t *b = slurp(jp, &n);
+    uint64_t off = 0, hid;
+    tkd_jrec r;
+    ck_assert_int_eq(tkd_journal_next(b, n, &off, &r, NULL, 0), TKD_JNEXT_RECORD);
+    json_decref(tkd_jdecode_header(&r, &hid, err, sizeof err));
+    ck_assert_uint_eq(hid, id);
+    ck_assert_int_eq(tkd_journal_next(b, n, &off, &r, NULL, 0), TKD_JNEXT_RECORD);
+    tkd_jrequest q;
+    tkd_jdecode_request(&r, &q);
+    ck_assert(memmem(q.params, q.params_len, word, strlen(word)) != NULL);
+    ck_assert_int_eq(tkd_journal_next(b, n, &off, &r, NULL, 0), TKD_JNEXT_END);
+    free(b);
+    struct stat st;
+    snprintf(np, sizeof np, "%s.new", jp);
+    ck_assert_int_ne(stat(np, &st), 0);
+}
+
 /* CRC-32C's check value ("123456789" -> 0xE3069283) and incremental use. */
 START_TEST(journal_crc32c)
 {
@@ -81,10 +129,7 @@ END_TEST
 START_TEST(journal_write_read_back)
 {
     char err[256];
-    json_t *h = header(0x1234);
-    tkd_journal *j = tkd_journal_open(path_of("j"), TKD_FSYNC_ALWAYS, 0, h, err, sizeof err);
-    json_decref(h);
-    ck_assert_msg(j != NULL, "%s", err);
+    tkd_journal *j = open_journal(path_of("j"), TKD_FSYNC_ALWAYS, 0x1234);
     tkd_journal_request(j, 7, "entity.spawn", "{\"class\":\"counter\"}", 19);
     tkd_journal_request(j, 7, "world.pause", NULL, 0);
     tkd_journal_step(j, 7);
@@ -259,10 +304,7 @@ END_TEST
 START_TEST(journal_gate_and_release)
 {
     char err[256];
-    json_t *h = header(7);
-    tkd_journal *j = tkd_journal_open(path_of("g"), TKD_FSYNC_EVERYSEC, 0, h, err, sizeof err);
-    json_decref(h);
-    ck_assert_ptr_nonnull(j);
+    tkd_journal *j = open_journal(path_of("g"), TKD_FSYNC_EVERYSEC, 7);
     uint64_t g0 = tkd_journal_gate(j);
     tkd_journal_frame(j, 0, 1000);
     ck_assert_uint_eq(tkd_journal_gate(j), g0);
@@ -292,46 +334,26 @@ END_TEST
 START_TEST(journal_rewrite_switch_and_abort)
 {
     char err[256];
-    json_t *h = header(1);
     const char *jp = path_of("r");
-    tkd_journal *j = tkd_journal_open(jp, TKD_FSYNC_NO, 0, h, err, sizeof err);
-    json_decref(h);
-    ck_assert_ptr_nonnull(j);
+    tkd_journal *j = open_journal(jp, TKD_FSYNC_NO, 1);
     tkd_journal_request(j, 0, "level.add", "{\"name\":\"before\"}", 17);
-    h = header(2);
-    ck_assert_int_eq(tkd_journal_rewrite_begin(j, h, err, sizeof err), 0);
-    json_decref(h);
+    begin_rewrite(j, 2);
     ck_assert(tkd_journal_rewriting(j));
     tkd_journal_request(j, 0, "level.add", "{\"name\":\"after\"}", 16);
-    ck_assert_int_eq(tkd_journal_sync(j, err, sizeof err), 0);
+    sync_journal(j);
     /* The save's side: the header of id 2 is there and durable. */
     ck_assert_int_eq(tkd_journal_await_header(jp, 2, 5000, err, sizeof err), 0);
     ck_assert_int_eq(tkd_journal_await_header(jp, 3, 50, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "another snapshot"));
     tkd_journal_rewrite_end(j, true);
-    ck_assert_int_eq(tkd_journal_sync(j, err, sizeof err), 0);
-    struct stat st;
-    ck_assert_int_ne(stat(path_of("r.new"), &st), 0);
-    size_t n;
-    uint8_t *b = slurp(jp, &n);
-    uint64_t off = 0, id;
-    tkd_jrec r;
-    ck_assert_int_eq(tkd_journal_next(b, n, &off, &r, NULL, 0), TKD_JNEXT_RECORD);
-    json_decref(tkd_jdecode_header(&r, &id, err, sizeof err));
-    ck_assert_uint_eq(id, 2);
-    ck_assert_int_eq(tkd_journal_next(b, n, &off, &r, NULL, 0), TKD_JNEXT_RECORD);
-    tkd_jrequest q;
-    tkd_jdecode_request(&r, &q);
-    ck_assert(memmem(q.params, q.params_len, "after", 5) != NULL);
-    ck_assert_int_eq(tkd_journal_next(b, n, &off, &r, NULL, 0), TKD_JNEXT_END);
-    free(b);
+    sync_journal(j);
+    expect_journal(jp, 2, "after");
     /* Aborted: the new file goes, the journal stays. */
-    h = header(3);
-    ck_assert_int_eq(tkd_journal_rewrite_begin(j, h, err, sizeof err), 0);
-    json_decref(h);
+    begin_rewrite(j, 3);
     tkd_journal_request(j, 0, "level.add", "{\"name\":\"x\"}", 12);
     tkd_journal_rewrite_end(j, false);
-    ck_assert_int_eq(tkd_journal_sync(j, err, sizeof err), 0);
+    sync_journal(j);
+    struct stat st;
     ck_assert_int_ne(stat(path_of("r.new"), &st), 0);
     tkd_journal_stats js;
     tkd_journal_get_stats(j, &js);
@@ -347,45 +369,24 @@ END_TEST
 START_TEST(journal_rewrites_back_to_back)
 {
     char err[256];
-    json_t *h = header(1);
     const char *jp = path_of("bb");
-    tkd_journal *j = tkd_journal_open(jp, TKD_FSYNC_ALWAYS, 0, h, err, sizeof err);
-    json_decref(h);
-    ck_assert_ptr_nonnull(j);
+    tkd_journal *j = open_journal(jp, TKD_FSYNC_ALWAYS, 1);
     for (int round = 0; round < 2; round++) {
         uint64_t a = 10 + 2 * (uint64_t)round, b = a + 1;
-        h = header(a);
-        ck_assert_int_eq(tkd_journal_rewrite_begin(j, h, err, sizeof err), 0);
-        json_decref(h);
+        begin_rewrite(j, a);
         tkd_journal_request(j, 0, "level.add", "{\"name\":\"one\"}", 14);
-        ck_assert_int_eq(tkd_journal_sync(j, err, sizeof err), 0);
+        sync_journal(j);
         ck_assert_int_eq(tkd_journal_await_header(jp, a, 5000, err, sizeof err), 0);
-        /* round 0: the first ended well; round 1: it failed. */
+        /* round 0: the first ended well; round 1: it failed.  No sync
+         * between its end and the next begin. */
         tkd_journal_rewrite_end(j, round == 0);
-        h = header(b);
-        ck_assert_int_eq(tkd_journal_rewrite_begin(j, h, err, sizeof err), 0);
-        json_decref(h);
+        begin_rewrite(j, b);
         tkd_journal_request(j, 0, "level.add", "{\"name\":\"two\"}", 14);
-        ck_assert_int_eq(tkd_journal_sync(j, err, sizeof err), 0);
+        sync_journal(j);
         ck_assert_int_eq(tkd_journal_await_header(jp, b, 5000, err, sizeof err), 0);
         tkd_journal_rewrite_end(j, true);
-        ck_assert_int_eq(tkd_journal_sync(j, err, sizeof err), 0);
-        /* The journal is the second rewrite's: its header, then "two". */
-        size_t n;
-        uint8_t *buf = slurp(jp, &n);
-        uint64_t off = 0, id;
-        tkd_jrec r;
-        ck_assert_int_eq(tkd_journal_next(buf, n, &off, &r, NULL, 0), TKD_JNEXT_RECORD);
-        json_decref(tkd_jdecode_header(&r, &id, err, sizeof err));
-        ck_assert_uint_eq(id, b);
-        ck_assert_int_eq(tkd_journal_next(buf, n, &off, &r, NULL, 0), TKD_JNEXT_RECORD);
-        tkd_jrequest q;
-        tkd_jdecode_request(&r, &q);
-        ck_assert(memmem(q.params, q.params_len, "two", 3) != NULL);
-        ck_assert_int_eq(tkd_journal_next(buf, n, &off, &r, NULL, 0), TKD_JNEXT_END);
-        free(buf);
-        struct stat st;
-        ck_assert_int_ne(stat(path_of("bb.new"), &st), 0);
+        sync_journal(j);
+        expect_journal(jp, b, "two");
     }
     tkd_journal_close(j);
 }
@@ -396,10 +397,8 @@ END_TEST
 START_TEST(journal_reopen_cuts_the_tail)
 {
     char err[256];
-    json_t *h = header(9);
     const char *jp = path_of("c");
-    tkd_journal *j = tkd_journal_open(jp, TKD_FSYNC_NO, 0, h, err, sizeof err);
-    json_decref(h);
+    tkd_journal *j = open_journal(jp, TKD_FSYNC_NO, 9);
     tkd_journal_request(j, 0, "level.add", "{\"name\":\"a\"}", 12);
     tkd_journal_close(j);
     struct stat st;
@@ -423,7 +422,7 @@ START_TEST(journal_reopen_cuts_the_tail)
     ck_assert_uint_eq(off, n);
     free(b);
     /* A journal that cannot be created: the error names it. */
-    h = header(10);
+    json_t *h = header(10);
     ck_assert_ptr_null(tkd_journal_open("/nonexistent-dir/j", TKD_FSYNC_NO, 0, h, err, sizeof err));
     json_decref(h);
     ck_assert_ptr_nonnull(strstr(err, "/nonexistent-dir/j"));
@@ -437,11 +436,8 @@ END_TEST
 START_TEST(journal_write_failure_retried)
 {
     char err[256];
-    json_t *h = header(11);
     const char *jp = path_of("f");
-    tkd_journal *j = tkd_journal_open(jp, TKD_FSYNC_ALWAYS, 0, h, err, sizeof err);
-    json_decref(h);
-    ck_assert_ptr_nonnull(j);
+    tkd_journal *j = open_journal(jp, TKD_FSYNC_ALWAYS, 11);
     struct stat st;
     ck_assert_int_eq(stat(jp, &st), 0);
     signal(SIGXFSZ, SIG_IGN);

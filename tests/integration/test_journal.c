@@ -473,44 +473,31 @@ static void replay_checks_all(const char *dir, int min_hashes)
     ck_assert_msg(hashes >= min_hashes, "only %lld hashes checked:\n%s", hashes, out);
 }
 
-START_TEST(journal_determinism_mixed)
+/* A mixed run journaled (with fixed dt `fixed_dt`, or the real clock) and
+ * replayed: every recorded hash equal, at least `min_hashes` of them. */
+static void determinism(const char *fixed_dt, bool snapshots, long long min_hashes)
 {
     const char *dir = tkit_tmpdir();
     char sd[620];
     snprintf(sd, sizeof sd, "snapshot.dir=%s", dir);
-    const char *extra[] = {"engine.fixed_dt=0.005", sd, NULL};
-    mixed_run(dir, extra, false);
-    replay_checks_all(dir, 40);
+    const char *extra[] = {fixed_dt, sd, NULL};
+    mixed_run(dir, extra, snapshots);
+    replay_checks_all(dir, min_hashes);
 }
+
+START_TEST(journal_determinism_mixed) { determinism("engine.fixed_dt=0.005", false, 40); }
 END_TEST
 
 /* The same with snapshots in the middle: the journal restarts on a
  * snapshot of the live world, whose replay must give the hashes the live
  * world recorded after it. */
-START_TEST(journal_determinism_snapshots)
-{
-    const char *dir = tkit_tmpdir();
-    char sd[620];
-    snprintf(sd, sizeof sd, "snapshot.dir=%s", dir);
-    const char *extra[] = {"engine.fixed_dt=0.005", sd, NULL};
-    mixed_run(dir, extra, true);
-    replay_checks_all(dir, 15);
-}
+START_TEST(journal_determinism_snapshots) { determinism("engine.fixed_dt=0.005", true, 15); }
 END_TEST
 
 /* Real time (no fixed dt): every frame's dt is journaled, so the replay
  * sees the same clock. */
-START_TEST(journal_determinism_real_dt)
-{
-    const char *dir = tkit_tmpdir();
-    char sd[620];
-    snprintf(sd, sizeof sd, "snapshot.dir=%s", dir);
-    const char *extra[] = {"engine.fixed_dt=0", sd, NULL};
-    mixed_run(dir, extra, false);
-    replay_checks_all(dir, 40);
-}
+START_TEST(journal_determinism_real_dt) { determinism("engine.fixed_dt=0", false, 40); }
 END_TEST
-
 
 /* ---- tickd --replay ----------------------------------------------------------------------- */
 
@@ -792,7 +779,7 @@ static void crash_soak(const char *fsync, int kills)
     char sd[620], jp[600];
     snprintf(sd, sizeof sd, "snapshot.dir=%s", dir);
     snprintf(jp, sizeof jp, "%s/journal", dir);
-    const char *extra[] = {sd, "snapshot.autosave_s=0.7", "journal.hash_every=3", NULL};
+    const char *extra[] = {sd, "snapshot.autosave_s=0.7", "journal.hash_every=10", NULL};
     streamer st = {0};
     st.cap = 1 << 22;
     st.ids = calloc(st.cap, sizeof *st.ids);
