@@ -1040,6 +1040,24 @@ int tkd_replay_open_tool(tkd *d, char *err, size_t errlen)
         d->cfg.snapshot_dir = tk_strdup(sd);
     }
     if (load_base(d, R, NULL, err, errlen) != 0) {
+        /* A crash between a rewrite's snapshot and its new journal taking
+         * the journal's place leaves the pair (snapshot, JOURNAL.new), which
+         * the next start completes: say so. */
+        const char *snap = json_string_value(json_object_get(R->header, "snapshot"));
+        char N[PATH_MAX], why[200];
+        snprintf(N, sizeof N, "%s.new", o->journal);
+        uint64_t idN = 0;
+        bool hasN, hasS = false;
+        json_t *hN = read_header(N, &idN, &hasN, why, sizeof why);
+        uint64_t sid = snap ? tkd_snapshot_peek_journal_id(snap, &hasS) : 0;
+        if (hN && base_is(hN, "snapshot") && sid && idN == sid) {
+            size_t n = strlen(err);
+            snprintf(err + n, errlen - n,
+                     "; %s continues that snapshot (a snapshot's rewrite that a crash "
+                     "interrupted; the next start completes it): replay that journal",
+                     N);
+        }
+        json_decref(hN);
         replayer_free(R);
         return -1;
     }
