@@ -181,7 +181,11 @@ static tkit_daemon *start_journaled(const char *dir, const char *fsync, const ch
     for (size_t i = 0; extra && extra[i] && n < 22; i++)
         cfg[n++] = extra[i];
     tkit_opts o = {.config = cfg, .no_wait = !wait};
-    return tkit_start(&o);
+    tkit_daemon *d = tkit_start(&o); /* the config is written: cfg no longer needed */
+    for (size_t i = 0; i < 3; i++)
+        free((char *)cfg[i]);
+    free(cfg);
+    return d;
 }
 
 /* tickd --replay JOURNAL [more args]: its exit status; *out its stdout. */
@@ -467,30 +471,51 @@ static void mixed_run(const char *dir, const char *const *extra, bool snapshots)
     tkit_finish(d);
 }
 
-static void replay_checks_all(const char *dir, int min_hashes)
+static void replay_checks_all(const char *dir, int min_hashes, const char *const *more)
 {
     char jp[600];
     snprintf(jp, sizeof jp, "%s/journal", dir);
     const char *out = NULL, *err = NULL;
-    int rc = run_replay(jp, NULL, &out, &err);
+    int rc = run_replay(jp, more, &out, &err);
     ck_assert_msg(rc == 0, "the replay differs (%d):\n%s\n%s", rc, out, err);
     long long hashes = number_after(out, "slices, ");
     ck_assert_msg(hashes >= min_hashes, "only %lld hashes checked:\n%s", hashes, out);
 }
 
-/* A mixed run journaled (with fixed dt `fixed_dt`, or the real clock) and
- * replayed: every recorded hash equal, at least `min_hashes` of them. */
-static void determinism(const char *fixed_dt, bool snapshots, long long min_hashes)
+/* A mixed run journaled (with fixed dt `fixed_dt`, or the real clock) on
+ * `live_threads` tick threads and replayed on `replay_threads`: every
+ * recorded hash equal, at least `min_hashes` of them.  With threads, every
+ * run of parallel work is split (split_min_us 0.001), so that the movers and
+ * counters do tick on the workers. */
+static void determinism_threads(const char *fixed_dt, bool snapshots, long long min_hashes,
+                                int live_threads, int replay_threads)
 {
     const char *dir = tkit_tmpdir();
-    char sd[620];
+    char sd[620], lt[64], rt[64];
     snprintf(sd, sizeof sd, "snapshot.dir=%s", dir);
-    const char *extra[] = {fixed_dt, sd, NULL};
+    snprintf(lt, sizeof lt, "engine.threads=%d", live_threads);
+    snprintf(rt, sizeof rt, "engine.threads=%d", replay_threads);
+    const char *extra[] = {fixed_dt, sd, lt, "engine.split_min_us=0.001", NULL};
     mixed_run(dir, extra, snapshots);
-    replay_checks_all(dir, min_hashes);
+    const char *more[] = {"--set", rt, "--set", "engine.split_min_us=0.001", NULL};
+    replay_checks_all(dir, min_hashes, more);
+}
+
+static void determinism(const char *fixed_dt, bool snapshots, long long min_hashes)
+{
+    determinism_threads(fixed_dt, snapshots, min_hashes, 1, 1);
 }
 
 START_TEST(journal_determinism_mixed) { determinism("engine.fixed_dt=0.005", false, 40); }
+END_TEST
+
+/* The same world on four tick threads, replayed on one, and on one,
+ * replayed on three: the worker pool changes no hash. */
+START_TEST(journal_determinism_threads)
+{
+    determinism_threads("engine.fixed_dt=0.005", false, 40, 4, 1);
+    determinism_threads("engine.fixed_dt=0.005", true, 15, 1, 3);
+}
 END_TEST
 
 /* The same with snapshots in the middle: the journal restarts on a
@@ -923,6 +948,7 @@ static Suite *journal_suite(void)
     tcase_add_test(tc, journal_determinism_mixed);
     tcase_add_test(tc, journal_determinism_snapshots);
     tcase_add_test(tc, journal_determinism_real_dt);
+    tcase_add_test(tc, journal_determinism_threads);
     tcase_add_test(tc, journal_replay_checks_and_stops);
     tcase_add_test(tc, journal_replay_serves_the_socket);
     suite_add_tcase(s, tc);
