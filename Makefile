@@ -124,7 +124,7 @@ BINARIES += $(TICKLOAD)
 endif
 
 .PHONY: all deps build run check check-run check-tests unit integration bench benchbins clean install uninstall FORCE \
-        fuzz fuzzbins valgrind soak hostile model-fuzz \
+        fuzz fuzzbins valgrind soak hostile model-fuzz crash-soak \
         tests examples
 .DEFAULT_GOAL := all
 
@@ -332,6 +332,23 @@ model-fuzz: deps
 	@TICK_MODEL_FUZZ=$(SEEDS) $(if $(SEED0),TICK_MODEL_SEED0=$(SEED0)) \
 	  $(if $(MODE),TICK_MODEL_MODE=$(MODE)) $(if $(FRAMES),TICK_MODEL_FRAMES=$(FRAMES)) \
 	  $(BUILD)/tests/test_tick_model
+
+# make crash-soak CRASH_SOAK_KILLS=40: the journal under SIGKILL (not part of
+# check, which runs 3 kills): for each fsync policy, a client streams numbered
+# mutations under load, the daemon is killed at random moments that many
+# times, each crash's files are replayed with tickd --replay (every recorded
+# hash checked) and must give the world the restart recovers, and every
+# acknowledged mutation must be there after each restart.
+CRASH_SOAK_KILLS ?= 40
+crash-soak: deps
+	@$(MAKE) --no-print-directory BUILD=build/bench SAN= OPT="-O2 -g" build \
+	  build/bench/tests/integration/test_journal
+	@for p in always everysec no; do \
+	  echo "== crash-soak: fsync = $$p, $(CRASH_SOAK_KILLS) kills"; \
+	  BUILD=build/bench CK_RUN_CASE=crash CRASH_SOAK_FSYNC=$$p \
+	    CRASH_SOAK_KILLS=$(CRASH_SOAK_KILLS) CRASH_SOAK_TIMEOUT=3600 \
+	    build/bench/tests/integration/test_journal || exit 1; \
+	done; echo "crash-soak: PASS"
 
 # make soak SOAK_SECONDS=600: a long mixed run with checks (not part of check).
 SOAK_SECONDS ?= 600

@@ -139,6 +139,18 @@
  *                                   file into the same daemon (read aside;
  *                                   the apply is one frame)
  *   load_1m_seconds                 that world.load's answer time
+ *   journal_rpc_requests_per_s_     entity.set_props answered per second,
+ *     {always,everysec,no}          pipelined as rpc_requests_per_s
+ *                                   (JOURNAL_N per run), by four daemons
+ *                                   started together: one without a
+ *                                   journal (_none, the floor) and one per
+ *                                   fsync policy, their runs interleaved
+ *                                   (warm-up + 5, median)
+ *   journal_rpc_ratio_{...}         each policy's rate / the floor's in the
+ *                                   same round (median of the 5 ratios)
+ *   journal_max_frame_gap_ms_{...}  the largest gap_ms of the daemon's frame
+ *                                   events during those runs (and _none):
+ *                                   the frame loop never waits for the disk
  *
  * stdout carries the key=value lines and nothing else; progress, the
  * per-run numbers and a table go to stderr.  Every wait has a deadline; on
@@ -206,7 +218,7 @@
 #define MSPT_SKIP        30       /* frames of settling after the spawns    */
 #define MSPT_FRAMES      180      /* frames in the mspt figure (~3 s)       */
 #define PRE_SPAWN_MS     300      /* frames run before the first RSS read   */
-#define MAX_DAEMONS      32       /* daemons started by one run (21 now)     */
+#define MAX_DAEMONS      32       /* daemons started by one run (25 now)     */
 #define TPS_SECONDS      60       /* tps_steady_60: seconds averaged       */
 #define TPS_SETTLE_MS    2000     /* frames run before its first reading   */
 #define TPS_BURNERS      2        /* burner entities of its world ...      */
@@ -306,6 +318,17 @@ enum {
     F_MSPT_P99_MOVERS_RATIO,
     F_MSPT_P99_MOVERS_CPU_RATIO,
     F_PACING_AA,
+    F_JRPC_NONE,
+    F_JRPC_ALWAYS,
+    F_JRPC_EVERYSEC,
+    F_JRPC_NO,
+    F_JRATIO_ALWAYS,
+    F_JRATIO_EVERYSEC,
+    F_JRATIO_NO,
+    F_JGAP_NONE,
+    F_JGAP_ALWAYS,
+    F_JGAP_EVERYSEC,
+    F_JGAP_NO,
     F_COUNT
 };
 
@@ -359,6 +382,17 @@ static const struct {
     [F_MSPT_P99_MOVERS_CPU_RATIO] = {"mspt_p99_1m_movers_cpu_floor_ratio", "%.3f",
                                      "x the floor"},
     [F_PACING_AA] = {"pacing_jitter_ratio_bare_pair", "%.3f", "x the bare loop"},
+    [F_JRPC_NONE] = {"journal_rpc_requests_per_s_none", "%.0f", "requests/s"},
+    [F_JRPC_ALWAYS] = {"journal_rpc_requests_per_s_always", "%.0f", "requests/s"},
+    [F_JRPC_EVERYSEC] = {"journal_rpc_requests_per_s_everysec", "%.0f", "requests/s"},
+    [F_JRPC_NO] = {"journal_rpc_requests_per_s_no", "%.0f", "requests/s"},
+    [F_JRATIO_ALWAYS] = {"journal_rpc_ratio_always", "%.3f", "x no journal"},
+    [F_JRATIO_EVERYSEC] = {"journal_rpc_ratio_everysec", "%.3f", "x no journal"},
+    [F_JRATIO_NO] = {"journal_rpc_ratio_no", "%.3f", "x no journal"},
+    [F_JGAP_NONE] = {"journal_max_frame_gap_ms_none", "%.1f", "ms"},
+    [F_JGAP_ALWAYS] = {"journal_max_frame_gap_ms_always", "%.1f", "ms"},
+    [F_JGAP_EVERYSEC] = {"journal_max_frame_gap_ms_everysec", "%.1f", "ms"},
+    [F_JGAP_NO] = {"journal_max_frame_gap_ms_no", "%.1f", "ms"},
 };
 
 static double fig_val[F_COUNT]; /* measured values                    */
@@ -1359,22 +1393,29 @@ static int check_answer(const char *l, size_t len, unsigned long long want, bool
     return rc;
 }
 
+/* The request lines of the throughput runs: printf formats whose one
+ * argument, the request id, may be used twice ("%1$llu"). */
+static const char engine_info_line[] = "{\"jsonrpc\":\"2.0\",\"id\":%1$llu,\"method\":\"engine.info\"}\n";
+static const char set_props_line[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":%1$llu,\"method\":\"entity.set_props\",\"params\":{\"id\":1,"
+    "\"props\":{\"x\":%1$llu}}}\n";
+
 /*
- * n engine.info requests pipelined on c, at most `window` of them sent and
- * not yet answered.  Returns requests answered per second (first byte sent
- * to last answer read), or -1 after saying why.  Every answer must be a
- * result for the expected id, in request order.
+ * n requests (lines of `line_fmt`) pipelined on c, at most `window` of them
+ * sent and not yet answered.  Returns requests answered per second (first
+ * byte sent to last answer read), or -1 after saying why.  Every answer
+ * must be a result for the expected id, in request order.
  */
-static double rpc_pipelined(conn *c, size_t n, size_t window, uint64_t deadline)
+static double rpc_pipelined_lines(conn *c, const char *line_fmt, size_t n, size_t window,
+                                  uint64_t deadline)
 {
     size_t *off = tk_malloc((n + 1) * sizeof *off);
-    char *text = tk_malloc(n * 64);
+    char *text = tk_malloc(n * 160);
     unsigned long long base = c->next_id;
     size_t tl = 0;
     for (size_t i = 0; i < n; i++) {
         off[i] = tl;
-        tl += (size_t)sprintf(
-            text + tl, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"engine.info\"}\n", base + i);
+        tl += (size_t)sprintf(text + tl, line_fmt, base + i);
     }
     off[n] = tl;
     c->next_id += n;
@@ -1435,6 +1476,11 @@ out:
     tk_free(off);
     tk_free(text);
     return rate;
+}
+
+static double rpc_pipelined(conn *c, size_t n, size_t window, uint64_t deadline)
+{
+    return rpc_pipelined_lines(c, engine_info_line, n, window, deadline);
 }
 
 /* A throughput figure: a warm-up run, then RUNS runs of n requests with
@@ -2347,6 +2393,109 @@ static bool watched_call(conn *c, const char *method, const char *params, uint64
     return true;
 }
 
+/* ---- the journal -------------------------------------------------------------------------- */
+
+#define JOURNAL_N 20000 /* entity.set_props per run (about a second) */
+
+/*
+ * journal_rpc_requests_per_s_{always,everysec,no} and their ratio to a
+ * daemon without a journal: four daemons at 60 Hz side by side (none,
+ * always, everysec, no), one mover each, JOURNAL_N entity.set_props
+ * pipelined RPC_WINDOW deep per run, the four runs of a round one after
+ * the other (warm-up + RUNS rounds): the same machine state for the four
+ * within a round.  A client of each reads its frame events: the largest
+ * frame gap during the runs.
+ */
+static void journal_bench(bench *b)
+{
+    static const char *const names[4] = {"none", "always", "everysec", "no"};
+    static const int f_rate[4] = {F_JRPC_NONE, F_JRPC_ALWAYS, F_JRPC_EVERYSEC, F_JRPC_NO};
+    static const int f_ratio[4] = {-1, F_JRATIO_ALWAYS, F_JRATIO_EVERYSEC, F_JRATIO_NO};
+    static const int f_gap[4] = {F_JGAP_NONE, F_JGAP_ALWAYS, F_JGAP_EVERYSEC, F_JGAP_NO};
+    proc p[4];
+    conn c[4];
+    observer obs[4];
+    pthread_t th[4];
+    char jset[4][1200], fset[4][64], sset[4][320], jfile[4][280];
+    int up = 0;
+    note("journal: entity.set_props, %d pipelined per run, without a journal and with each "
+         "fsync policy, side by side",
+         JOURNAL_N);
+    for (int k = 0; k < 4; k++) {
+        snprintf(jfile[k], sizeof jfile[k], "%s/journal-%d", b->dir, k);
+        snprintf(jset[k], sizeof jset[k], "journal.path=%s", k ? jfile[k] : "");
+        snprintf(fset[k], sizeof fset[k], "journal.fsync=%s", k ? names[k] : "everysec");
+        snprintf(sset[k], sizeof sset[k], "snapshot.path=%s/snapshot-%d.json", b->dir, k);
+        track_file(jfile[k]);
+        const char *extra[] = {"--set", jset[k], "--set", fset[k], "--set", sset[k], NULL};
+        if (!daemon_up(b, &p[k], &c[k], extra))
+            goto down;
+        up++;
+        json_t *r = conn_call(&c[k], "entity.spawn", "{\"class\":\"mover\"}",
+                              now_ns() + MS(CALL_TIMEOUT_MS));
+        if (!r)
+            goto down;
+        json_decref(r);
+        obs[k] = (observer){.sock = p[k].sock};
+        pthread_mutex_init(&obs[k].mu, NULL);
+        pthread_create(&th[k], NULL, observe_main, &obs[k]);
+    }
+    double v[4][RUNS], gap[4] = {0};
+    bool ok = true;
+    for (int k = 0; k < 4 && ok; k++)
+        ok = rpc_pipelined_lines(&c[k], set_props_line, JOURNAL_N, RPC_WINDOW,
+                                 now_ns() + MS(RPC_TIMEOUT_MS)) >= 0;
+    for (int k = 0; k < 4; k++)
+        observer_take(&obs[k]);
+    for (int i = 0; ok && i < RUNS; i++) {
+        for (int k = 0; ok && k < 4; k++) {
+            v[k][i] = rpc_pipelined_lines(&c[k], set_props_line, JOURNAL_N, RPC_WINDOW,
+                                          now_ns() + MS(RPC_TIMEOUT_MS));
+            ok = v[k][i] > 0;
+            double g = observer_take(&obs[k]);
+            if (g > gap[k])
+                gap[k] = g;
+        }
+    }
+    if (ok) {
+        for (int k = 0; k < 4; k++) {
+            double ratio[RUNS], copy[RUNS];
+            char runs[256];
+            size_t n = 0;
+            for (int i = 0; i < RUNS; i++) {
+                ratio[i] = v[k][i] / v[0][i];
+                copy[i] = v[k][i];
+                n += (size_t)snprintf(runs + n, sizeof runs - n, "%s%.0f", i ? " " : "", v[k][i]);
+            }
+            json_t *st = conn_call(&c[k], "engine.stats", NULL, now_ns() + MS(CALL_TIMEOUT_MS));
+            json_t *js = json_object_get(st, "journal");
+            if (js)
+                note("journal %s: runs %s requests/s; largest frame gap %.1f ms; %.0f fsyncs, "
+                     "longest %.2f ms, %.0f writes (group commits), longest %.2f ms",
+                     names[k], runs, gap[k], jnum(js, "fsyncs", NULL),
+                     jnum(js, "fsync_max_ms", NULL), jnum(js, "writes", NULL),
+                     jnum(js, "write_max_ms", NULL));
+            else
+                note("journal %s: runs %s requests/s (the floor: no journal); largest frame "
+                     "gap %.1f ms",
+                     names[k], runs, gap[k]);
+            json_decref(st);
+            figure(f_rate[k], median(copy, RUNS));
+            if (f_ratio[k] >= 0)
+                figure(f_ratio[k], median(ratio, RUNS));
+            figure(f_gap[k], gap[k]);
+        }
+    }
+down:
+    for (int k = 0; k < up; k++) {
+        obs[k].stop = true;
+        pthread_join(th[k], NULL);
+        pthread_mutex_destroy(&obs[k].mu);
+        daemon_down(&p[k], &c[k]);
+        unlink(jfile[k]);
+    }
+}
+
 /*
  * save_1m_max_frame_gap_ms: one daemon with 1M movers; subscribed to frame
  * events, send world.save and take the largest frame period until
@@ -2464,6 +2613,8 @@ int main(int argc, char **argv)
     bool spawn_only = argc > 1 && !strcmp(argv[1], "--spawn");
     /* --movers: only the 1M movers figures (threads) and the idle daemon's */
     bool movers_only = argc > 1 && !strcmp(argv[1], "--movers");
+    /* --journal: only the journal's figures */
+    bool journal_only = argc > 1 && !strcmp(argv[1], "--journal");
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -2490,6 +2641,12 @@ int main(int argc, char **argv)
         rmdir(b.dir);
         return fig_ok[F_SPAWN] && fig_ok[F_SPAWN_GAP] ? 0 : 1;
     }
+    if (journal_only) {
+        journal_bench(&b);
+        cleanup_files();
+        rmdir(b.dir);
+        return fig_ok[F_JRPC_ALWAYS] && fig_ok[F_JRPC_EVERYSEC] && fig_ok[F_JRPC_NO] ? 0 : 1;
+    }
     if (snapshots_only) {
         save_gap(&b);
         cleanup_files();
@@ -2508,6 +2665,7 @@ int main(int argc, char **argv)
         counters(&b);
         movers(&b);
         save_gap(&b);
+        journal_bench(&b);
         if (hostile(&b)) {
             figure(F_HOSTILE_GAP, hostile_gap_max);
             figure(F_IDLE_GAP, hostile_gap_idle);

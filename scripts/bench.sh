@@ -68,7 +68,13 @@ parallel_floor_speedup|-|-|0
 parallel_10k_ratio|<= 1.05|le|1.05
 mspt_p99_1m_movers_floor_ratio|-|-|0
 mspt_p99_1m_movers_1t_cpu|-|-|0
-mspt_p99_1m_movers_cpu_floor_ratio|<= 1.2|le|1.2'
+mspt_p99_1m_movers_cpu_floor_ratio|<= 1.2|le|1.2
+journal_rpc_requests_per_s_always|-|-|0
+journal_rpc_requests_per_s_everysec|-|-|0
+journal_rpc_requests_per_s_no|-|-|0
+journal_rpc_ratio_always|-|-|0
+journal_rpc_ratio_everysec|-|-|0
+journal_rpc_ratio_no|-|-|0'
 
 {
   printf '{'

@@ -291,6 +291,55 @@ START_TEST(engine_max_dt_clamps_raw_dt)
 }
 END_TEST
 
+
+/* A replay's dt: exactly the recorded raw dt, whatever fixed_dt, the clock
+ * and max_dt say, for the next frame only. */
+START_TEST(engine_next_dt_overrides_once)
+{
+    tk_engine_t *e = mk(0, 0.25);
+    ck_assert_int_eq(tk_engine_set_max_dt(e, 0.1), 0);
+    tk_engine_set_next_dt(e, 333333333ull);
+    tk_engine_frame(e);
+    tk_world_time t;
+    tk_world_get_time(tk_engine_world(e), &t);
+    ck_assert_double_eq_tol(t.raw_dt, 0.333333333, 1e-12);
+    ck_assert_uint_eq(tk_world_real_time_ns(tk_engine_world(e)), 333333333ull);
+    tk_engine_frame(e); /* back to fixed_dt, clamped by max_dt */
+    tk_world_get_time(tk_engine_world(e), &t);
+    ck_assert_double_eq_tol(t.raw_dt, 0.1, 1e-12);
+    tk_engine_free(e);
+}
+END_TEST
+
+/* Frames completed: one more than the counter from the end of the world
+ * tick to the end of the frame (the core ticker, post_frame). */
+static uint64_t g_done_in_ticker, g_done_in_pre;
+static bool done_ticker(void *ud, double dt)
+{
+    (void)dt;
+    g_done_in_ticker = tk_world_frames_done(tk_engine_world(ud));
+    return true;
+}
+
+START_TEST(engine_frames_done)
+{
+    tk_engine_t *e = mk(0, 0.01);
+    tk_ticker_handle h;
+    ck_assert_int_eq(tk_ticker_add(e, 0, done_ticker, e, &h), 0);
+    tk_world_t *w = tk_engine_world(e);
+    ck_assert_uint_eq(tk_world_frames_done(w), 0);
+    tk_engine_frame(e);
+    ck_assert_uint_eq(g_done_in_ticker, 1);
+    ck_assert_uint_eq(tk_world_frames_done(w), 1);
+    ck_assert_uint_eq(tk_world_frame(w), 1);
+    tk_engine_frame(e);
+    ck_assert_uint_eq(g_done_in_ticker, 2);
+    ck_assert_uint_eq(tk_world_frames_done(w), 2);
+    (void)g_done_in_pre;
+    tk_engine_free(e);
+}
+END_TEST
+
 START_TEST(engine_frame_counter_incremented_at_end)
 {
     tk_engine_t *e = mk(0, 0.01);
@@ -701,6 +750,8 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, engine_steady_catches_up_a_short_stall);
     tcase_add_test(tc, engine_pacing_switch_and_rate_change);
     tcase_add_test(tc, engine_swap_world);
+    tcase_add_test(tc, engine_next_dt_overrides_once);
+    tcase_add_test(tc, engine_frames_done);
     tcase_add_test(tc, engine_swap_world_keeps_owed_steps_while_paused);
     suite_add_tcase(s, tc);
     return s;

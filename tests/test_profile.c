@@ -25,7 +25,7 @@ static uint64_t fake_clock(void *ud)
 
 static tk_engine_t *E;
 static tk_world_t *W;
-static tk_class_id C_A, C_BATCH, C_SLOW;
+static tk_class_id C_A, C_BATCH, C_SLOW, C_MUT;
 static int g_ticks, g_batch_calls;
 
 static void a_tick(void *target, float dt, tk_tick_ctx *ctx)
@@ -47,6 +47,21 @@ static void a_batch(void *const *targets, size_t n, float dt, tk_tick_ctx *ctx)
     g_batch_calls++;
     for (size_t i = 0; i < n; i++)
         a_tick(targets[i], dt, ctx);
+}
+
+/* A class whose ticks change later functions of their own lane mid-run
+ * (m_victims: the ids it disables, changes the dilation of, and
+ * unregisters, on its first tick of a frame). */
+static tk_tick_id m_victims[3];
+static int m_fired;
+static void mut_tick(void *target, float dt, tk_tick_ctx *ctx)
+{
+    a_tick(target, dt, ctx);
+    if (m_fired++)
+        return;
+    ck_assert_int_eq(tk_tick_set_enabled(ctx->world, m_victims[0], false), 0);
+    ck_assert_int_eq(tk_tick_set_dilation(ctx->world, m_victims[1], 0.5f), 0);
+    ck_assert_int_eq(tk_tick_unregister(ctx->world, m_victims[2]), 0);
 }
 
 static void tickable_fn(void *ud, float dt, tk_world_t *w)
@@ -89,6 +104,8 @@ static void setup(void)
     ck_assert_int_eq(tk_tick_class_register(W, &a, &C_A), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &b, &C_BATCH), 0);
     ck_assert_int_eq(tk_tick_class_register(W, &s, &C_SLOW), 0);
+    tk_tick_class_desc m = {"mut", mut_tick, NULL, false};
+    ck_assert_int_eq(tk_tick_class_register(W, &m, &C_MUT), 0);
     g_nev = g_ticks = g_batch_calls = 0;
 }
 
@@ -279,6 +296,57 @@ START_TEST(profile_sampling_and_slow_classes)
 }
 END_TEST
 
+/* A run of functions ticked one by one is counted as a whole when it
+ * starts: a tick that disables, unregisters or changes a later function of
+ * the same run leaves the count equal to the functions that ran, with and
+ * without sampling. */
+START_TEST(profile_runs_counted_when_ticks_change_the_lane)
+{
+    for (int sample = 0; sample <= 3; sample += 3) {
+        setup();
+        static int t[12];
+        tk_tick_id ids[12];
+        for (int i = 0; i < 12; i++) {
+            tk_tick_desc d = {0};
+            d.cls = C_MUT;
+            d.target = &t[i];
+            tk_tick_spec_default(&d.spec);
+            ck_assert_int_eq(tk_tick_register(W, &d, &ids[i]), 0);
+        }
+        m_fired = 1; /* not yet */
+        frame();
+        m_victims[0] = ids[4];
+        m_victims[1] = ids[6];
+        m_victims[2] = ids[9];
+        m_fired = 0;
+        tk_profiler p = {.fn = on_event, .sample_every = (uint32_t)sample};
+        ck_assert_int_eq(tk_world_set_profiler(W, &p), 0);
+        int ticks0 = g_ticks;
+        frame();
+        int ran = g_ticks - ticks0;
+        ck_assert_int_ge(ran, 10); /* the disabled and the removed did not run */
+        ck_assert_int_le(ran, 11);
+        ck_assert_int_eq(run_calls(C_MUT, TK_GROUP_PRE_PHYSICS, 0), ran);
+        for (int i = 0; i < g_nev; i++)
+            if (g_ev[i].kind == TK_PROF_GROUP && g_ev[i].group == TK_GROUP_PRE_PHYSICS)
+                ck_assert_int_eq(g_ev[i].n, ran);
+        if (sample) {
+            /* One tick in `sample` timed; an entry cancelled mid-run still
+             * counts as a position of the run. */
+            ck_assert_int_ge(count_kind(TK_PROF_TICK), ran / sample);
+            ck_assert_int_le(count_kind(TK_PROF_TICK), 12 / sample);
+        }
+        /* The next frame, with the lane settled: 10 of them. */
+        g_nev = 0;
+        ticks0 = g_ticks;
+        frame();
+        ck_assert_int_eq(g_ticks - ticks0, 10);
+        ck_assert_int_eq(run_calls(C_MUT, TK_GROUP_PRE_PHYSICS, 0), 10);
+        teardown();
+    }
+}
+END_TEST
+
 START_TEST(profile_pause_frames)
 {
     setup();
@@ -317,6 +385,7 @@ static Suite *profile_suite(void)
     tcase_add_test(tc, profile_each_times_every_function_without_batches);
     tcase_add_test(tc, profile_sampling_and_slow_classes);
     tcase_add_test(tc, profile_pause_frames);
+    tcase_add_test(tc, profile_runs_counted_when_ticks_change_the_lane);
     suite_add_tcase(s, tc);
     return s;
 }

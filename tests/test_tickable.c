@@ -621,6 +621,59 @@ END_TEST
 /* Restored ids whose index lies far past the ones in use (a snapshot naming
  * slot 100,000,000) cost one slot each, tick in restore order, iterate,
  * look up and remove like any other; stale forms of them stay unknown. */
+
+/* Restoring what a snapshot keeps (every tickable under its id, then the
+ * free slots with their generations) gives the next tickables the ids the
+ * saved world would have given. */
+START_TEST(tickable_restore_free_exact)
+{
+    tk_engine_t *e = make_engine(0.1);
+    tk_world_t *w = tk_engine_world(e);
+    probe p[8] = {{0}};
+    tk_tickable_id id[8];
+    for (int i = 0; i < 6; i++)
+        id[i] = add_probe(w, &p[i], TK_TICKABLE_ALWAYS, true, false);
+    /* Removed in the order 4, 1, 2; 1 reused once (generation 3 next). */
+    ck_assert_int_eq(tk_tickable_remove(w, id[4]), 0);
+    ck_assert_int_eq(tk_tickable_remove(w, id[1]), 0);
+    id[6] = add_probe(w, &p[6], TK_TICKABLE_ALWAYS, true, false);
+    ck_assert_uint_eq((uint32_t)id[6], (uint32_t)id[1]);
+    ck_assert_int_eq(tk_tickable_remove(w, id[6]), 0);
+    ck_assert_int_eq(tk_tickable_remove(w, id[2]), 0);
+    tk_tickable_id fr[8];
+    size_t nf = tk_tickable_free_ids(w, fr, 8);
+    ck_assert_uint_eq(nf, 3);
+    ck_assert_uint_eq(fr[0] >> 32, 2);         /* slot 2, used once */
+    ck_assert_uint_eq((uint32_t)fr[1], (uint32_t)id[1]);
+    ck_assert_uint_eq(fr[1] >> 32, 3);         /* slot 1, used twice */
+    /* Restored elsewhere: the live ones under their ids, then the free list. */
+    tk_engine_t *e2 = make_engine(0.1);
+    tk_world_t *w2 = tk_engine_world(e2);
+    probe q[8] = {{0}};
+    int live[] = {0, 3, 5};
+    for (int k = 0; k < 3; k++) {
+        tk_tickable_desc d = {.type = TK_TICKABLE_ALWAYS, .enabled = true, .fn = probe_fn,
+                              .free_ud = probe_free, .ud = &q[k]};
+        ck_assert_int_eq(tk_tickable_restore(w2, &d, id[live[k]], 0, 0, 0), 0);
+    }
+    ck_assert_int_eq(tk_tickable_restore_free(w2, fr, nf), 0);
+    tk_tickable_id fr2[8];
+    ck_assert_uint_eq(tk_tickable_free_ids(w2, fr2, 8), nf);
+    for (size_t k = 0; k < nf; k++)
+        ck_assert_uint_eq(fr2[k], fr[k]);
+    for (int k = 0; k < 4; k++)
+        ck_assert_uint_eq(add_probe(w, &p[7], TK_TICKABLE_NEVER, true, false),
+                          add_probe(w2, &q[7], TK_TICKABLE_NEVER, true, false));
+    /* Bad input changes nothing. */
+    tk_tickable_id bad[2] = {id[0], id[0]};
+    ck_assert_int_eq(tk_tickable_restore_free(w2, bad, 1), TK_EINVAL); /* live */
+    tk_tickable_id twice[2] = {(UINT64_C(1) << 32) | 40, (UINT64_C(1) << 32) | 40};
+    ck_assert_int_eq(tk_tickable_restore_free(w2, twice, 2), TK_EINVAL);
+    tk_engine_free(e2);
+    tk_engine_free(e);
+}
+END_TEST
+
 START_TEST(tickable_restore_sparse_ids)
 {
     tk_engine_t *e = make_engine(0.1);
@@ -693,6 +746,7 @@ static Suite *tickable_suite(void)
     tcase_add_test(tc, tickable_validation);
     tcase_add_test(tc, tickable_type_names);
     tcase_add_test(tc, tickable_restore_sparse_ids);
+    tcase_add_test(tc, tickable_restore_free_exact);
     tcase_add_test(tc, tickable_ids_json_safe);
     suite_add_tcase(s, tc);
     return s;

@@ -995,6 +995,150 @@ START_TEST(timer_restore_sparse_slots)
 }
 END_TEST
 
+
+/* A world restored from what a snapshot saves (every timer under its
+ * handle, the allocation state, the tie order, whether the manager ticked)
+ * goes on exactly as the saved one: the same handles for new timers, equal
+ * expiries in the same order. */
+typedef struct saved_timer {
+    tk_timer_info in;
+    intptr_t id;
+} saved_timer;
+
+static int order_cmp(const void *a, const void *b)
+{
+    const saved_timer *x = a, *y = b;
+    return x->in.order < y->in.order ? -1 : x->in.order > y->in.order;
+}
+
+static void run_and_log(tk_engine_t *e, tk_world_t *w, tk_timer_handle *news, int n_frames)
+{
+    tk_engine_t *keep_e = E;
+    tk_world_t *keep_w = W;
+    E = e;
+    W = w;
+    for (int i = 0; i < 3; i++)
+        news[i] = set_timer(0.3, false, -1, log_fn, 20 + i);
+    frames(n_frames);
+    E = keep_e;
+    W = keep_w;
+}
+
+START_TEST(timer_restore_exact)
+{
+    reset_log();
+    tk_timer_handle h[10];
+    /* Equal delays set in one slot: equal expiries, fired in set order. */
+    for (int i = 0; i < 8; i++)
+        h[i] = set_timer(0.5, i % 3 == 0, -1, log_fn, i + 1);
+    frames(1);
+    ck_assert_int_eq(tk_timer_clear(W, h[1]), 0);
+    ck_assert_int_eq(tk_timer_clear(W, h[5]), 0);
+    /* Set in the order slot 5, slot 1 (the free list is LIFO): restored in
+     * slot order they would fire the other way round. */
+    h[8] = set_timer(0.4, false, 0.4, log_fn, 9);
+    h[9] = set_timer(0.4, false, 0.4, log_fn, 10);
+    ck_assert_uint_eq(IDX(h[8]), IDX(h[5]));
+    ck_assert_uint_eq(IDX(h[9]), IDX(h[1]));
+    ck_assert_int_eq(tk_timer_pause(W, h[3]), 0);
+    ck_assert_int_eq(tk_timer_unpause(W, h[3]), 0); /* set again: now last of its expiry */
+    ck_assert_int_eq(tk_timer_clear(W, h[7]), 0);
+    frames(2);
+    /* What a snapshot keeps. */
+    saved_timer sv[16];
+    size_t n = 0;
+    uint64_t cur = 0;
+    tk_timer_handle x;
+    while (tk_timer_next(W, &cur, &x)) {
+        sv[n].in = info_of(x);
+        sv[n].id = (intptr_t)sv[n].in.ud;
+        n++;
+    }
+    uint32_t fs[64];
+    size_t nfs = tk_timer_free_slots(W, fs, 64);
+    ck_assert_uint_ge(nfs, 1);
+    uint64_t serial = tk_timer_serial(W);
+    bool ticked = tk_timer_ticked_last_frame(W);
+    ck_assert(ticked); /* the last frame was not a pause frame */
+    tk_world_time t;
+    tk_world_get_time(W, &t);
+    /* The restored world, its timers in slot order (as saved). */
+    tk_engine_desc d;
+    tk_engine_desc_default(&d);
+    d.tick_rate = 0;
+    d.fixed_dt = 0.1;
+    tk_engine_t *e2;
+    ck_assert_int_eq(tk_engine_new(&d, &e2), 0);
+    tk_world_t *w2 = tk_engine_world(e2);
+    ck_assert_int_eq(tk_world_restore_time_ns(w2, t.frame, tk_world_time_ns(W),
+                                              tk_world_unpaused_time_ns(W),
+                                              tk_world_real_time_ns(W)),
+                     0);
+    for (size_t i = 0; i < n; i++) {
+        tk_timer_desc td = mkdesc(sv[i].in.rate, sv[i].in.loop, -1, log_fn, sv[i].id);
+        ck_assert_int_eq(tk_timer_restore(w2, &td, sv[i].in.handle, sv[i].in.status,
+                                          sv[i].in.remaining, sv[i].in.fired),
+                         0);
+    }
+    /* Not what the saved world would give yet. */
+    qsort(sv, n, sizeof *sv, order_cmp);
+    tk_timer_handle ord[16];
+    for (size_t i = 0; i < n; i++)
+        ord[i] = sv[i].in.handle;
+    ck_assert_int_eq(tk_timer_restore_alloc(w2, serial, fs, nfs), 0);
+    ck_assert_int_eq(tk_timer_restore_order(w2, ord, n), 0);
+    tk_timer_restore_ticked(w2, ticked);
+    uint32_t fs2[64];
+    ck_assert_uint_eq(tk_timer_free_slots(w2, fs2, 64), nfs);
+    for (size_t i = 0; i < nfs; i++)
+        ck_assert_uint_eq(fs2[i], fs[i]);
+    ck_assert_uint_eq(tk_timer_serial(w2), serial);
+    /* Both go on: the same new handles, the same calls in the same order. */
+    tk_timer_handle na[3], nb[3];
+    run_and_log(E, W, na, 12);
+    call la[LOG_MAX];
+    int nla = g_n;
+    memcpy(la, g_log, sizeof la);
+    g_n = 0;
+    run_and_log(e2, w2, nb, 12);
+    for (int i = 0; i < 3; i++)
+        ck_assert_uint_eq(na[i], nb[i]);
+    ck_assert_int_eq(g_n, nla);
+    for (int i = 0; i < nla; i++) {
+        ck_assert_int_eq(g_log[i].id, la[i].id);
+        ck_assert_uint_eq(g_log[i].h, la[i].h);
+        ck_assert_uint_eq(g_log[i].frame, la[i].frame);
+    }
+    ck_assert_int_ge(nla, 8);
+    /* Bad input changes nothing. */
+    uint32_t busy = (uint32_t)(h[0] & 0xFFFFFFu); /* a loop: still there */
+    ck_assert_int_eq(tk_timer_restore_alloc(w2, serial, &busy, 1), TK_EINVAL);
+    uint32_t twice[2] = {40, 40};
+    ck_assert_int_eq(tk_timer_restore_alloc(w2, serial, twice, 2), TK_EINVAL);
+    tk_timer_handle dup[2] = {h[0], h[0]};
+    ck_assert_int_eq(tk_timer_restore_order(w2, dup, 2), TK_EINVAL);
+    tk_timer_handle gone = h[1];
+    ck_assert_int_eq(tk_timer_restore_order(w2, &gone, 1), TK_ENOENT);
+    tk_engine_free(e2);
+}
+END_TEST
+
+/* Whether the manager ticked in the last completed frame: the same before
+ * a frame's hooks and after (unlike "this frame"), false after a pause. */
+START_TEST(timer_ticked_last_frame)
+{
+    ck_assert(!tk_timer_ticked_last_frame(W));
+    frames(1);
+    ck_assert(tk_timer_ticked_last_frame(W));
+    tk_world_set_paused(W, true);
+    frames(1);
+    ck_assert(!tk_timer_ticked_last_frame(W));
+    tk_world_set_paused(W, false);
+    frames(1);
+    ck_assert(tk_timer_ticked_last_frame(W));
+}
+END_TEST
+
 START_TEST(timer_restore)
 {
     reset_log();
@@ -1856,6 +2000,8 @@ static Suite *timer_suite(void)
     tcase_add_test(tc, timer_owner_index_churn);
     tcase_add_test(tc, timer_restore);
     tcase_add_test(tc, timer_restore_next_tick);
+    tcase_add_test(tc, timer_restore_exact);
+    tcase_add_test(tc, timer_ticked_last_frame);
     tcase_add_test(tc, timer_world_paused_and_dilation);
     tcase_add_test(tc, timer_free_ud_once);
     tcase_add_test(tc, timer_invalid_args);

@@ -237,6 +237,27 @@ double tk_engine_split_min(const tk_engine_t *e);
 /* While set, frames are not paced (Minecraft's /tick sprint). */
 void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced);
 
+/*
+ * Replaying a recorded run: the next frame's raw dt (step 2) is exactly
+ * `raw_dt_ns`, the raw dt a recorded frame had (tk_frame_info.raw_dt_ns),
+ * whatever the clock, fixed_dt and max_dt say.  It applies to one frame;
+ * set it again before each.  Pacing is unchanged (tick rate 0 or
+ * tk_engine_set_unpaced for none), and statistics still read the clock.
+ */
+void tk_engine_set_next_dt(tk_engine_t *e, uint64_t raw_dt_ns);
+
+/*
+ * Run fn(ud) now as the request hooks run (step 3's deferred commands of
+ * the frame that just ran: a timer set there is active at once when that
+ * frame ticked the timer manager), without running a frame: for replaying
+ * recorded requests that ran between frames.  Between frames only.
+ */
+void tk_engine_run_deferred(tk_engine_t *e, void (*fn)(void *ud), void *ud);
+
+/* The raw dt of the frame being run (from step 2 on: in the pre_world hook,
+ * of the frame about to tick); between frames, the last frame's.  ns. */
+uint64_t tk_engine_frame_dt_ns(const tk_engine_t *e);
+
 /* Frames completed (the frame counter). */
 uint64_t tk_engine_frame_count(const tk_engine_t *e);
 /* Monotonic ns from the engine's clock. */

@@ -82,6 +82,20 @@ size_t tk_tickable_count(const tk_world_t *w);
  * one last returned is removed between two calls, the iteration ends. */
 bool tk_tickable_next(const tk_world_t *w, uint64_t *cursor, tk_tickable_id *out);
 
+/*
+ * Snapshots that restore exactly (tickd/timer.h has the same for timers):
+ * the ids the next tk_tickable_add calls will get from removed tickables'
+ * slots, in that order (after them, new slots in ascending order with
+ * generation 1); up to `cap` into `out`, returns how many there are.
+ * tk_tickable_restore_free puts them back once every tickable is restored:
+ * each id's slot must be free and listed once (TK_EINVAL, nothing
+ * changes); free slots not listed follow in ascending order as never used,
+ * and slots past the last live or listed one are forgotten, so that a world
+ * restored after a clear gives the ids a fresh one would.
+ */
+size_t tk_tickable_free_ids(const tk_world_t *w, tk_tickable_id *out, size_t cap);
+int tk_tickable_restore_free(tk_world_t *w, const tk_tickable_id *ids, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -126,6 +126,9 @@ typedef struct tk_timer_info {
                                counted also when fn is NULL)                 */
     uint64_t owner;
     void *ud;
+    uint64_t order;         /* tie order: of two timers with the same expiry,
+                               the one with the smaller order fires first
+                               (comparable within one world only)           */
 } tk_timer_info;
 
 int tk_timer_get(const tk_world_t *w, tk_timer_handle h, tk_timer_info *out);
@@ -144,10 +147,62 @@ void tk_timer_get_counts(const tk_world_t *w, tk_timer_counts *out);
 /* Internal time of the manager (s) and whether it has ticked this frame. */
 double tk_timer_manager_time(const tk_world_t *w);
 bool tk_timer_ticked_this_frame(const tk_world_t *w);
+/* Whether it ticked in the last frame completed (tk_world_frames_done), the
+ * same wherever it is asked between or after frames (unlike "this frame",
+ * which depends on where the engine is): what a snapshot keeps. */
+bool tk_timer_ticked_last_frame(const tk_world_t *w);
 
 /* Seconds of internal time until the earliest active timer expires, or a
  * negative value if none is active. */
 double tk_timer_next_due(const tk_world_t *w);
+
+/* ---- what a snapshot needs beyond the timers (exact restores) ------------
+ *
+ * Restoring every timer under its handle is not enough for a restored world
+ * to go on exactly as the saved one: the handles later timers get, the order
+ * of equal expiries and whether the manager ticked in the last frame are
+ * state too.  A journal replayed on a snapshot (the daemon's crash
+ * recovery) needs them equal.  Saved with the getters below, put back with
+ * the restore calls once every timer is restored, between passes.
+ */
+
+/* The serial of the last handle handed out (0 before the first). */
+uint64_t tk_timer_serial(const tk_world_t *w);
+
+/* The free records' slots in the order the next timers will take them
+ * (after them, new records in ascending slot order).  Copies up to `cap`
+ * into `out` (out may be NULL with cap 0) and returns how many there are. */
+size_t tk_timer_free_slots(const tk_world_t *w, uint32_t *out, size_t cap);
+
+/*
+ * Put back the handle allocation state: the serial and the free slots (as
+ * tk_timer_free_slots reported them).  Each listed slot must be free and
+ * below TK_TIMER_MAX, and listed once; free records not listed follow the
+ * listed ones in ascending slot order, and records past the last live or
+ * listed one are forgotten (a manager restored after a clear then gives the
+ * handles a fresh one would).  TK_EINVAL (nothing changes),
+ * TK_ESTATE during a pass, TK_ENOMEM.
+ */
+int tk_timer_restore_alloc(tk_world_t *w, uint64_t serial, const uint32_t *free_slots,
+                           size_t n);
+
+/*
+ * Put back the tie order: of the listed live timers (each at most once),
+ * h[i] fires before h[j] at an equal expiry when i < j, and all of them
+ * after every timer not listed.  (Restore every timer, then call this with
+ * all of them sorted by their saved `order`.)  TK_ENOENT for an unknown
+ * handle, TK_EINVAL for one listed twice (nothing changes), TK_ESTATE during
+ * a pass.
+ */
+int tk_timer_restore_order(tk_world_t *w, const tk_timer_handle *h, size_t n);
+
+/*
+ * Whether the manager ticked in the last frame of the saved world
+ * (tk_timer_ticked_last_frame): if so, a timer
+ * set or unpaused before the next frame is active at once, as it would have
+ * been.  Call after tk_world_restore_time (which forgets it), between frames.
+ */
+void tk_timer_restore_ticked(tk_world_t *w, bool ticked);
 
 #ifdef __cplusplus
 }

@@ -98,6 +98,16 @@ void tk_world_get_time(const tk_world_t *w, tk_world_time *out);
 uint64_t tk_world_time_ns(const tk_world_t *w);
 uint64_t tk_world_unpaused_time_ns(const tk_world_t *w);
 uint64_t tk_world_frame(const tk_world_t *w);
+/* Real (undilated) time in ns, exact. */
+uint64_t tk_world_real_time_ns(const tk_world_t *w);
+/*
+ * Frames completed.  Between frames (and in the engine's request hooks) it
+ * is tk_world_frame; from the end of a frame's world tick to the end of
+ * that frame (the core ticker, the post_frame hook) the counter has not
+ * moved yet, and this is one more: what a snapshot taken there records, so
+ * that the restored world's next frame has the number the saved one's had.
+ */
+uint64_t tk_world_frames_done(const tk_world_t *w);
 /* A frame number that tk_world_restore_time() does not rewind: it grows by
  * one every frame and never repeats in the process (each world starts its
  * own range at a multiple of 2^40).  Key per-frame caches on it. */
@@ -157,6 +167,11 @@ void *tk_world_user(const tk_world_t *w);
  */
 int tk_world_restore_time(tk_world_t *w, uint64_t frame, double world_time,
                           double unpaused_time, double real_time);
+/* The same with the exact clocks in ns (tk_world_time_ns,
+ * tk_world_unpaused_time_ns, tk_world_real_time_ns): a double of seconds
+ * loses nanoseconds past about 100 days. */
+int tk_world_restore_time_ns(tk_world_t *w, uint64_t frame, uint64_t world_ns,
+                             uint64_t unpaused_ns, uint64_t real_ns);
 
 /* ---- errors and statistics ------------------------------------------- */
 

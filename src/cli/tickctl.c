@@ -81,6 +81,7 @@ static const tk_ctl_method_t methods[] = {
      "tick functions (start, dur) and spans of the next frames <= 600 (answered later)"},
     {"world.save", "[path]", "write a snapshot (default path from the config)"},
     {"world.load", "[path]", "load a snapshot (default path from the config)"},
+    {"world.hash", "", "a digest of the whole world, by sections (layout-independent)"},
     {"level.list", "", "levels and their entity counts"},
     {"level.add", "name", "add a level"},
     {"level.remove", "name", "remove a level and destroy its entities"},

@@ -48,6 +48,10 @@ struct tk_engine {
     bool stop;               /* tk_engine_stop called                      */
     bool started;            /* a frame has run                            */
     bool deferred;           /* in the request hooks (tk__engine_deferred) */
+    bool next_dt_set;        /* tk_engine_set_next_dt: next_dt_ns is the
+                                next frame's raw dt                        */
+    uint64_t next_dt_ns;
+    uint64_t frame_dt_ns;    /* raw dt of the frame being run (step 2 on)   */
 
     tk_clock_fn clock;
     void *clock_ud;
@@ -284,6 +288,11 @@ int tk_engine_frame(tk_engine_t *e)
     uint64_t raw = e->fixed_dt_ns ? e->fixed_dt_ns : real;
     if (e->max_dt_ns && raw > e->max_dt_ns)
         raw = e->max_dt_ns;
+    if (e->next_dt_set) {
+        raw = e->next_dt_ns;
+        e->next_dt_set = false;
+    }
+    e->frame_dt_ns = raw;
     if (!period)
         deadline = 0;
     if (period && e->pacing == TK_PACING_STEADY) {
@@ -471,6 +480,22 @@ int tk_engine_set_split_min(tk_engine_t *e, double us)
 double tk_engine_split_min(const tk_engine_t *e) { return (double)e->split_ns / 1e3; }
 
 void tk_engine_set_unpaced(tk_engine_t *e, bool unpaced) { e->unpaced = unpaced; }
+
+void tk_engine_set_next_dt(tk_engine_t *e, uint64_t raw_dt_ns)
+{
+    e->next_dt_ns = raw_dt_ns;
+    e->next_dt_set = true;
+}
+
+void tk_engine_run_deferred(tk_engine_t *e, void (*fn)(void *ud), void *ud)
+{
+    bool was = e->deferred;
+    e->deferred = true;
+    fn(ud);
+    e->deferred = was;
+}
+
+uint64_t tk_engine_frame_dt_ns(const tk_engine_t *e) { return e->frame_dt_ns; }
 
 uint64_t tk_engine_frame_count(const tk_engine_t *e) { return e->world->frame; }
 uint64_t tk_engine_now(const tk_engine_t *e) { return e->clock(e->clock_ud); }

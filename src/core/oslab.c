@@ -255,3 +255,66 @@ uint32_t tk__oslab_pop_doomed(tk__oslab *s)
         s->pend_tail = NIL;
     return idx;
 }
+
+size_t tk__oslab_free_ids(const tk__oslab *s, uint64_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t i = s->free_head; i != NIL; i = lnk(s, i)->next, n++)
+        if (n < cap)
+            out[n] = ((uint64_t)lnk(s, i)->gen << 32) | i;
+    return n;
+}
+
+int tk__oslab_restore_free(tk__oslab *s, const uint64_t *ids, size_t n)
+{
+    /* Indexes past the last live one and the last listed one are forgotten
+     * (as never used): a slab restored in place, after a clear, is then the
+     * one a fresh restore makes. */
+    uint32_t top = 0;
+    for (uint32_t k = s->used; k-- > 0;) {
+        if (lnk(s, k)->state != TK__OSLAB_FREE) {
+            top = k + 1;
+            break;
+        }
+    }
+    for (size_t k = 0; k < n; k++) {
+        uint32_t idx = (uint32_t)ids[k], gen = (uint32_t)(ids[k] >> 32);
+        if (idx == NIL || gen == 0 || gen > GEN_MAX || (ids[k] >> 32) > GEN_MAX)
+            return TK_EINVAL;
+        if (idx < s->used && lnk(s, idx)->state != TK__OSLAB_FREE)
+            return TK_EINVAL;
+        if (idx + 1 > top)
+            top = idx + 1;
+    }
+    if (tk__try_grow(&s->base, &s->cap, (size_t)top, s->elem) < 0)
+        return TK_ENOMEM;
+    uint8_t *seen = n ? tk_try_malloc(top) : NULL;
+    if (n && !seen)
+        return TK_ENOMEM;
+    if (seen)
+        memset(seen, 0, top);
+    for (size_t k = 0; k < n; k++) {
+        if (seen[(uint32_t)ids[k]]) {
+            tk_free(seen);
+            return TK_EINVAL;
+        }
+        seen[(uint32_t)ids[k]] = 1;
+    }
+    for (uint32_t k = s->used; k < top; k++) {
+        tk__oslab_link *l = lnk(s, k);
+        memset(l, 0, s->elem);
+        *l = (tk__oslab_link){.gen = 1, .prev = NIL, .next = NIL, .pend_next = NIL, .ext = k};
+    }
+    s->used = top;
+    /* Rebuild back to front: unlisted free indexes descending (never used:
+     * generation 1, as a restore that skips an index makes it), then the
+     * listed ones from the last, each with its generation. */
+    s->free_head = NIL;
+    for (uint32_t k = top; k-- > 0;)
+        if (lnk(s, k)->state == TK__OSLAB_FREE && !(seen && seen[k]))
+            free_push(s, k, 1);
+    for (size_t k = n; k-- > 0;)
+        free_push(s, (uint32_t)ids[k], (uint32_t)(ids[k] >> 32));
+    tk_free(seen);
+    return 0;
+}

@@ -92,5 +92,16 @@ void tk__oslab_release(tk__oslab *s, uint32_t idx);
 void tk__oslab_doom(tk__oslab *s, uint32_t idx);
 /* The oldest doomed element, still linked (release it), or NIL. */
 uint32_t tk__oslab_pop_doomed(tk__oslab *s);
+/* The ids the next adds take from the free list, in that order (then new
+ * indexes follow, ascending, with generation 1): up to `cap` into `out`;
+ * returns how many there are. */
+size_t tk__oslab_free_ids(const tk__oslab *s, uint64_t *out, size_t cap);
+/* Make the free list these ids (free indexes, each once), in this order,
+ * with these generations; free indexes not listed follow in ascending
+ * order with generation 1; indexes past the last live or listed one are
+ * forgotten (never used), so a slab restored in place after a clear ends as
+ * a fresh one would.  TK_EINVAL (nothing changed: an index not free, listed
+ * twice, NIL, generation 0 or past the wrap), TK_ENOMEM. */
+int tk__oslab_restore_free(tk__oslab *s, const uint64_t *ids, size_t n);
 
 #endif

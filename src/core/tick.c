@@ -3541,11 +3541,14 @@ enum { ID_ANY, ID_ARRAY, ID_NONE };
  * slow-tick detection (`slow`) and a split section's chunk (`par`: nothing
  * of the lane is written, slow-tick state goes to `so`), and the plain path
  * once for lanes with ids and once for lanes without (`idk`), so that the
- * plain path carries none of them.
+ * plain path carries none of them.  `pf` (with `gen`): profiling without a
+ * trace, in a lane of one level, of a class not timed tick by tick - runs
+ * are fed to the profiler whole and only sampled ticks are timed, so a tick
+ * ticked one by one pays a comparison, not the profiler's bookkeeping.
  */
 static inline __attribute__((always_inline)) void
 run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi, slowout *so,
-               const bool gen, const bool slow, const bool par, const int idk)
+               const bool gen, const bool pf, const bool slow, const bool par, const int idk)
 {
     struct tk__ticks *T = T_of(w);
     lane *L = &T->lanes[lid];
@@ -3556,12 +3559,12 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
     tk_tick_fn fn = c->fn;
     tk_tick_batch_fn fnb = c->fn_batch;
     tk_class_id cls = L->cls;
-    const bool prof = gen && w->prof_on;
-    const bool trace = gen && T->trace;
-    bool batch = fnb && !trace && !(prof && w->prof.each);
+    const bool prof = gen && (pf || w->prof_on);
+    const bool trace = gen && !pf && T->trace;
+    bool batch = fnb && !trace && !(prof && !pf && w->prof.each);
     tk_group g = (tk_group)L->group;
     uint16_t lslot = L->level;
-    const bool mixed = prof && L->lvl_mixed == 2;
+    const bool mixed = prof && !pf && L->lvl_mixed == 2;
     bool ivl_now = L->ivl_mark == F, ivl_mixed = ivl_now && L->ivl_mixed;
     float ivl_dt = L->ivl_dt;
     tk_tick_ctx ctx = {w, TK_TICK_NONE, w->frame, g, false, R->thread};
@@ -3671,18 +3674,36 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
          * synced with `sr` around anything that uses it. */
         uint32_t sn = slow ? sr.n : 0, sk = slow ? sr.cur_k : 0;
         bool hold = slow && sr.hold;
+        /* `pf`: the run is fed to the profiler at once (entries cancelled
+         * or materialized meanwhile are taken back out of the count), and
+         * the tick at `samp` is the next one timed on its own (the
+         * sampling countdown, kept as a position while the run lasts). */
+        const bool pfast = pf;
+        uint32_t pcd = 0;
+        uint64_t samp = UINT64_MAX;
+        if (pfast) {
+            prof_feed(w, R, cls, lslot, (uint8_t)g, j - i, lane_slot1(L, i) - 1, tg[i]);
+            pcd = w->prof.sample_every ? R->pr_countdown : 0;
+            if (pcd)
+                samp = (uint64_t)i + pcd - 1;
+        }
         for (; i < j; i++) {
             if (!par && TK_UNLIKELY(T->mut != mut)) {
                 L = &T->lanes[lid];
                 ids = L->ids;
                 tg = L->targets;
-                if (!bit_get(L->act, i))
+                if (!bit_get(L->act, i)) {
+                    if (pfast && R->pr_n)
+                        R->pr_n--;
                     continue; /* cancelled */
+                }
                 if (bit_get(L->spec, i)) {
                     /* Materialized: counted individually. */
                     L->cur = i;
                     if (slow)
                         sr.n = sn;
+                    if (pfast && R->pr_n)
+                        R->pr_n--;
                     exec_one(w, R, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i,
                              false);
                     if (slow) {
@@ -3704,12 +3725,16 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
             void *target = tg[i];
             if (!par)
                 check_once(w, lane_slot1(L, i) - 1);
+            bool single = false;
+            if (pfast && TK_UNLIKELY(i == samp)) {
+                samp += w->prof.sample_every;
+                single = true;
+            }
             /* The function's id where something names it. */
             tk_tick_id fid = ctx.self;
-            if ((gen || slow) && !ids)
+            if ((trace || slow || (prof && !pf) || single) && !ids)
                 fid = lane_id(T, L, i);
-            bool single = false;
-            if (gen) {
+            if (gen && !pf) {
                 if (trace)
                     trace_emit(w, R, fid, target, g);
                 if (prof) {
@@ -3745,6 +3770,8 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
                 sr.pos = i;
             ran++;
         }
+        if (pfast && pcd)
+            R->pr_countdown = (uint32_t)(samp - j + 1); /* the ticks to the next sample */
         if (slow)
             sr.n = sn;
         L = &T->lanes[lid];
@@ -3761,17 +3788,22 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
 
 #define RUN_RANGE(par)                                                                       \
     do {                                                                                     \
-        if (gen) {                                                                           \
+        if (gen && pf) {                                                                     \
             if (slow)                                                                        \
-                run_range_impl(w, R, lid, lo, hi, so, true, true, par, ID_ANY);              \
+                run_range_impl(w, R, lid, lo, hi, so, true, true, true, par, ID_ANY);        \
             else                                                                             \
-                run_range_impl(w, R, lid, lo, hi, so, true, false, par, ID_ANY);             \
+                run_range_impl(w, R, lid, lo, hi, so, true, true, false, par, ID_ANY);       \
+        } else if (gen) {                                                                    \
+            if (slow)                                                                        \
+                run_range_impl(w, R, lid, lo, hi, so, true, false, true, par, ID_ANY);       \
+            else                                                                             \
+                run_range_impl(w, R, lid, lo, hi, so, true, false, false, par, ID_ANY);      \
         } else if (slow) {                                                                   \
-            run_range_impl(w, R, lid, lo, hi, so, false, true, par, ID_ANY);                 \
+            run_range_impl(w, R, lid, lo, hi, so, false, false, true, par, ID_ANY);          \
         } else if (T_of(w)->lanes[lid].ids) {                                                \
-            run_range_impl(w, R, lid, lo, hi, so, false, false, par, ID_ARRAY);              \
+            run_range_impl(w, R, lid, lo, hi, so, false, false, false, par, ID_ARRAY);       \
         } else {                                                                             \
-            run_range_impl(w, R, lid, lo, hi, so, false, false, par, ID_NONE);               \
+            run_range_impl(w, R, lid, lo, hi, so, false, false, false, par, ID_NONE);        \
         }                                                                                    \
     } while (0)
 
@@ -3780,8 +3812,13 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
 static void run_range(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
                       slowout *so, bool par)
 {
-    bool slow = T_of(w)->slow_ns != 0;
-    bool gen = w->prof_on || T_of(w)->trace;
+    struct tk__ticks *T = T_of(w);
+    bool slow = T->slow_ns != 0;
+    bool gen = w->prof_on || T->trace;
+    /* Profiling alone, a lane of one level, a class not timed tick by tick. */
+    const lane *L = &T->lanes[lid];
+    bool pf = gen && !T->trace && !w->prof.each && L->lvl_mixed != 2 &&
+              !(L->cls < T->pr_n_each && T->pr_each[L->cls]);
     if (par)
         RUN_RANGE(true);
     else

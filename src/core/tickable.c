@@ -350,3 +350,22 @@ uint64_t tk__tickables_tick(tk_world_t *w, float dt, bool paused)
         destroy_now(t, i);
     return n;
 }
+
+size_t tk_tickable_free_ids(const tk_world_t *w, tk_tickable_id *out, size_t cap)
+{
+    return tk__oslab_free_ids(&w->tickables->s, out, out ? cap : 0);
+}
+
+int tk_tickable_restore_free(tk_world_t *w, const tk_tickable_id *ids, size_t n)
+{
+    if (!w || (n && !ids))
+        return TK_EINVAL;
+    if (w->tickables->in_pass)
+        return tk__world_error(w, TK_ESTATE, "tickables cannot be restored during a pass");
+    int rc = tk__oslab_restore_free(&w->tickables->s, ids, n);
+    if (rc == TK_EINVAL)
+        return tk__world_error(w, rc, "a free tickable id names a slot in use, twice, or is not an id");
+    if (rc)
+        return tk__world_error(w, rc, "out of memory for the tickables' free slots");
+    return 0;
+}

@@ -101,6 +101,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tickd/clock.h"
@@ -1353,6 +1354,7 @@ int tk_timer_get(const tk_world_t *w, tk_timer_handle h, tk_timer_info *out)
     out->fired = c->fired;
     out->owner = c->owner;
     out->ud = c->ud;
+    out->order = r->seq;
     return 0;
 }
 
@@ -1393,6 +1395,13 @@ double tk_timer_manager_time(const tk_world_t *w)
 {
     TK_ASSERT(w && w->timers);
     return ns_to_s(w->timers->now);
+}
+
+bool tk_timer_ticked_last_frame(const tk_world_t *w)
+{
+    TK_ASSERT(w && w->timers);
+    uint64_t last = w->timers->last_ticked, done = tk_world_frames_done(w);
+    return last != UINT64_MAX && done > 0 && last + 1 == done;
 }
 
 bool tk_timer_ticked_this_frame(const tk_world_t *w)
@@ -1565,4 +1574,134 @@ int tk_timer_restore(tk_world_t *w, const tk_timer_desc *desc, tk_timer_handle h
     if (c->owner)
         owner_link(t, idx);
     return 0;
+}
+
+/* ---- exact restores (tickd/timer.h) ------------------------------------------------------- */
+
+uint64_t tk_timer_serial(const tk_world_t *w)
+{
+    TK_ASSERT(w && w->timers);
+    return w->timers->serial;
+}
+
+size_t tk_timer_free_slots(const tk_world_t *w, uint32_t *out, size_t cap)
+{
+    TK_ASSERT(w && w->timers);
+    const struct tk__timers *t = w->timers;
+    size_t n = 0;
+    for (uint32_t i = t->free_head; i != NIL; i = (uint32_t)t->hot[i].next, n++)
+        if (n < cap)
+            out[n] = i;
+    return n;
+}
+
+int tk_timer_restore_alloc(tk_world_t *w, uint64_t serial, const uint32_t *free_slots, size_t n)
+{
+    TK_ASSERT(w && w->timers);
+    struct tk__timers *t = w->timers;
+    if (t->in_pass)
+        return tk__world_error(w, TK_ESTATE, "timers cannot be restored during a pass");
+    if (serial > SERIAL_MAX)
+        return tk__world_error(w, TK_EINVAL, "timer serial %llu is out of range",
+                               (unsigned long long)serial);
+    /* Records past the last live one and the last listed one are forgotten
+     * (as never used): restored in place after a clear, the manager ends as
+     * a fresh restore would. */
+    uint32_t top = 0;
+    for (uint32_t k = t->n_recs; k-- > 0;) {
+        if (t->hot[k].handle != 0) {
+            top = k + 1;
+            break;
+        }
+    }
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = free_slots[k];
+        if (i >= TK_TIMER_MAX)
+            return tk__world_error(w, TK_EINVAL, "timer slot %u is out of range", i);
+        if (i < t->n_recs && t->hot[i].handle != 0)
+            return tk__world_error(w, TK_EINVAL, "timer slot %u is not free", i);
+        if (i + 1 > top)
+            top = i + 1;
+    }
+    /* Listed once: a mark per record (the records grow to `top` first). */
+    if (reserve_records(t, top) < 0)
+        return tk__world_error(w, TK_ENOMEM, "out of memory for the timers' free slots");
+    uint8_t *seen = n ? tk_try_malloc(top) : NULL;
+    if (n && !seen)
+        return tk__world_error(w, TK_ENOMEM, "out of memory for the timers' free slots");
+    if (seen)
+        memset(seen, 0, top);
+    for (size_t k = 0; k < n; k++) {
+        if (seen[free_slots[k]]) {
+            tk_free(seen);
+            return tk__world_error(w, TK_EINVAL, "timer slot %u is listed twice", free_slots[k]);
+        }
+        seen[free_slots[k]] = 1;
+    }
+    for (uint32_t k = t->n_recs; k < top; k++) {
+        memset(&t->hot[k], 0, sizeof t->hot[k]);
+        memset(&t->cold[k], 0, sizeof t->cold[k]);
+    }
+    t->n_recs = top;
+    /* Rebuild the list back to front: the unlisted free records in
+     * descending order, then the listed ones from the last. */
+    t->free_head = NIL;
+    for (uint32_t k = top; k-- > 0;) {
+        if (t->hot[k].handle == 0 && !(seen && seen[k])) {
+            t->hot[k].next = t->free_head;
+            t->free_head = k;
+        }
+    }
+    for (size_t k = n; k-- > 0;) {
+        t->hot[free_slots[k]].next = t->free_head;
+        t->free_head = free_slots[k];
+    }
+    tk_free(seen);
+    t->serial = serial;
+    return 0;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int tk_timer_restore_order(tk_world_t *w, const tk_timer_handle *h, size_t n)
+{
+    TK_ASSERT(w && w->timers);
+    struct tk__timers *t = w->timers;
+    if (t->in_pass)
+        return tk__world_error(w, TK_ESTATE, "timers cannot be reordered during a pass");
+    if (n == 0)
+        return 0;
+    /* Check first: every handle live, none twice (their records sorted). */
+    uint32_t *idx = tk_try_malloc(n * sizeof *idx);
+    if (!idx)
+        return tk__world_error(w, TK_ENOMEM, "out of memory to reorder timers");
+    for (size_t k = 0; k < n; k++) {
+        idx[k] = lookup(t, h[k]);
+        if (idx[k] == NIL) {
+            tk_free(idx);
+            return tk__world_error(w, TK_ENOENT, "timer %llu does not exist",
+                                   (unsigned long long)h[k]);
+        }
+    }
+    qsort(idx, n, sizeof *idx, u32_cmp);
+    for (size_t k = 1; k < n; k++) {
+        if (idx[k] == idx[k - 1]) {
+            tk_free(idx);
+            return tk__world_error(w, TK_EINVAL, "a timer is listed twice");
+        }
+    }
+    tk_free(idx);
+    for (size_t k = 0; k < n; k++)
+        t->hot[lookup(t, h[k])].seq = ++t->seq;
+    return 0;
+}
+
+void tk_timer_restore_ticked(tk_world_t *w, bool ticked)
+{
+    TK_ASSERT(w && w->timers);
+    w->timers->last_ticked = ticked && w->frame > 0 ? w->frame - 1 : UINT64_MAX;
 }

@@ -307,6 +307,8 @@ uint64_t tk_world_step_stop(tk_world_t *w)
 uint64_t tk_world_time_ns(const tk_world_t *w) { return w->time_ns; }
 uint64_t tk_world_unpaused_time_ns(const tk_world_t *w) { return w->unpaused_ns; }
 uint64_t tk_world_frame(const tk_world_t *w) { return w->frame; }
+uint64_t tk_world_real_time_ns(const tk_world_t *w) { return w->real_ns; }
+uint64_t tk_world_frames_done(const tk_world_t *w) { return w->frame + (w->ticked ? 1 : 0); }
 uint64_t tk_world_serial(const tk_world_t *w) { return w->serial; }
 
 void tk_world_get_time(const tk_world_t *w, tk_world_time *out)
@@ -415,10 +417,12 @@ void tk__world_tick(tk_world_t *w, uint64_t raw_dt_ns)
                            (uint32_t)w->fstats.tickables_run);
     }
     w->in_frame = false;
+    w->ticked = true;
 }
 
 void tk__world_end_frame(tk_world_t *w)
 {
+    w->ticked = false;
     w->frame++;
     w->serial++;
 }
@@ -430,6 +434,15 @@ int tk_world_restore_time(tk_world_t *w, uint64_t frame, double world_time, doub
     if (!w || !(world_time >= 0) || !(unpaused_time >= 0) || !(real_time >= 0) ||
         !isfinite(world_time) || !isfinite(unpaused_time) || !isfinite(real_time))
         return tk__world_error(w, TK_EINVAL, "restored times must be finite numbers >= 0");
+    return tk_world_restore_time_ns(w, frame, tk_s_to_ns(world_time), tk_s_to_ns(unpaused_time),
+                                    tk_s_to_ns(real_time));
+}
+
+int tk_world_restore_time_ns(tk_world_t *w, uint64_t frame, uint64_t world_ns,
+                             uint64_t unpaused_ns, uint64_t real_ns)
+{
+    if (!w)
+        return TK_EINVAL;
     if (w->in_frame)
         return tk__world_error(w, TK_ESTATE, "clocks cannot be restored during a frame");
     tk_tick_counts tc;
@@ -439,13 +452,13 @@ int tk_world_restore_time(tk_world_t *w, uint64_t frame, double world_time, doub
     if (tc.registered || tm.active || tm.paused || tm.pending)
         return tk__world_error(w, TK_ESTATE,
                                "clocks can only be restored while no tick function or timer exists");
-    uint64_t t = tk_s_to_ns(world_time);
-    if (tk__timers_restore_time(w, t) != 0)
+    if (tk__timers_restore_time(w, world_ns) != 0)
         return tk__world_error(w, TK_ESTATE, "the timer manager is busy");
     w->frame = frame;
-    w->time_ns = t;
-    w->unpaused_ns = tk_s_to_ns(unpaused_time);
-    w->real_ns = tk_s_to_ns(real_time);
+    w->ticked = false;
+    w->time_ns = world_ns;
+    w->unpaused_ns = unpaused_ns;
+    w->real_ns = real_ns;
     tk__ticks_reset_clocks(w);
     return 0;
 }

@@ -46,6 +46,8 @@ struct tk_world {
     bool par;                /* a parallel section runs (tick.c): the world
                                 must not change (TK_PAR_GUARD)             */
     _Atomic uint32_t par_refused; /* calls refused in the current section  */
+    bool ticked;             /* the world ticked; the frame has not ended
+                                (tk__world_end_frame): tk_world_frames_done */
     uint64_t steps;          /* frames to run unpaused while paused        */
 
     /* levels: slot 0 unused so that TK_LEVEL_NONE == 0 */

@@ -159,6 +159,20 @@ static const tkd_config_key keys[] = {
     {"snapshot", "autosave_s", TKD_CFG_DOUBLE, "0", 0, 86400, true,
      F(autosave_s), "s", "Save a snapshot this often; 0 = never."},
 
+    {"journal", "path", TKD_CFG_PATH, "", 0, 0, false, F(journal_path), "",
+     "The command journal: changes are appended here and replayed on the "
+     "snapshot at start; empty = none."},
+    {"journal", "fsync", TKD_CFG_FSYNC, "everysec", 0, 0, true, F(journal_fsync), "",
+     "When the journal is synced to disk: always (before each reply), "
+     "everysec or no (Redis's appendfsync)."},
+    {"journal", "hash_every", TKD_CFG_UINT, "600", 0, 4000000000.0, true,
+     F(journal_hash_every), "frames",
+     "Record world.hash in the journal this often, for replays to check; 0 = never."},
+    {"journal", "rewrite_mb", TKD_CFG_BYTES, "64m", 0, 1099511627776.0, true,
+     F(journal_rewrite_bytes), "bytes",
+     "A journal this big starts a snapshot (which starts a new journal); 0 = "
+     "only autosaves and world.save."},
+
     {"plugins", "load", TKD_CFG_LIST, "", 0, 0, false, F(plugins), "",
      "Shared objects whose entity classes are registered at start."},
 
@@ -225,6 +239,7 @@ const char *tkd_config_type_name(tkd_config_type t)
     case TKD_CFG_LIST: return "list";
     case TKD_CFG_LEVEL: return "level";
     case TKD_CFG_PACING: return "pacing";
+    case TKD_CFG_FSYNC: return "fsync";
     }
     return "unknown";
 }
@@ -289,6 +304,7 @@ static size_t type_size(tkd_config_type t)
     case TKD_CFG_LIST: return sizeof(tkd_strlist);
     case TKD_CFG_LEVEL: return sizeof(tk_log_level);
     case TKD_CFG_PACING: return sizeof(tk_pacing);
+    case TKD_CFG_FSYNC: return sizeof(tkd_fsync);
     }
     return 0;
 }
@@ -394,6 +410,7 @@ typedef union parsed {
     tkd_strlist l;              /* owned until stored                         */
     tk_log_level lv;
     tk_pacing pc;
+    tkd_fsync fs;
 } parsed;
 
 static void range_reason(const tkd_config_key *k, char *reason, size_t len)
@@ -632,6 +649,12 @@ static int parse_value(const tkd_config_key *k, const char *v, parsed *out,
             return TK_EINVAL;
         }
         return 0;
+    case TKD_CFG_FSYNC:
+        if (tkd_fsync_parse(v, &out->fs) != 0) {
+            snprintf(reason, rlen, "not an fsync policy (always, everysec, no)");
+            return TK_EINVAL;
+        }
+        return 0;
     }
     snprintf(reason, rlen, "key of unknown type");
     return TK_EINVAL;
@@ -652,6 +675,7 @@ static void store_value(tkd_config *c, const tkd_config_key *k, parsed *pv)
     case TKD_CFG_LIST: *(tkd_strlist *)f = pv->l; break;
     case TKD_CFG_LEVEL: *(tk_log_level *)f = pv->lv; break;
     case TKD_CFG_PACING: *(tk_pacing *)f = pv->pc; break;
+    case TKD_CFG_FSYNC: *(tkd_fsync *)f = pv->fs; break;
     }
 }
 
@@ -729,6 +753,9 @@ size_t tkd_config_format(const tkd_config *c, const tkd_config_key *k,
         break;
     case TKD_CFG_PACING:
         s = tk_pacing_name(*(const tk_pacing *)f);
+        break;
+    case TKD_CFG_FSYNC:
+        s = tkd_fsync_name(*(const tkd_fsync *)f);
         break;
     case TKD_CFG_LIST: {
         const tkd_strlist *l = f;

@@ -38,6 +38,7 @@
  *           an empty value is the empty list
  *   level   error, warn (or warning), info, debug
  *   pacing  unreal, steady (tickd/engine.h's tk_pacing)
+ *   fsync   always, everysec, no (journal.h's tkd_fsync)
  *
  * Every value also has a canonical text (what tkd_config_format() prints and
  * what reload compares): doubles in their shortest round-trip form, bytes as
@@ -58,6 +59,7 @@
 
 #include "tickd/engine.h"
 #include "tickd/log.h"
+#include "journal.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -114,6 +116,11 @@ typedef struct tkd_config {
     bool save_on_exit;          /* save a snapshot on graceful shutdown       */
     bool load_on_start;         /* load the snapshot (if present) at start    */
     double autosave_s;          /* s between automatic saves; 0 = never       */
+    /* [journal] */
+    char *journal_path;         /* the command journal ("" = none) (owned)    */
+    tkd_fsync journal_fsync;    /* always, everysec, no (Redis's appendfsync) */
+    unsigned journal_hash_every; /* frames between recorded world hashes; 0 = none */
+    size_t journal_rewrite_bytes; /* journal size that starts a snapshot; 0 = never */
     /* [plugins] */
     tkd_strlist plugins;        /* shared objects with entity classes         */
     /* [metrics] */
@@ -149,7 +156,8 @@ typedef enum tkd_config_type {
     TKD_CFG_MODE,
     TKD_CFG_LIST,
     TKD_CFG_LEVEL,
-    TKD_CFG_PACING
+    TKD_CFG_PACING,
+    TKD_CFG_FSYNC
 } tkd_config_type;
 
 /* One row of the table.  Rows are static and live as long as the process. */
@@ -166,7 +174,7 @@ typedef struct tkd_config_key {
 } tkd_config_key;
 
 /* "double", "uint", "bytes", "bool", "path", "mode", "list", "level",
- * "pacing". */
+ * "pacing", "fsync". */
 const char *tkd_config_type_name(tkd_config_type t);
 
 /* The table, in the order of the shipped file; `*n` receives its length. */

@@ -24,6 +24,7 @@
 
 #include "daemon.h"
 #include "metrics.h"
+#include "replay.h"
 #include "snapshot.h"
 
 #define DRAIN_MARGIN_NS 500000ull /* stop running requests this long before it */
@@ -195,6 +196,8 @@ static bool autosave_tick(void *ud, double dt)
  */
 static void drain_between_frames(tkd *d, uint64_t deadline)
 {
+    if (tkd_rec_backlogged(d))
+        return; /* the journal's disk is behind: requests wait in their queues */
     uint64_t t0 = tk_clock_now_ns(), now = t0;
     uint64_t until = deadline - DRAIN_MARGIN_NS;
     size_t n = 0;
@@ -207,6 +210,7 @@ static void drain_between_frames(tkd *d, uint64_t deadline)
         if (!jobs && !ran) /* nothing more now (a load may be reading aside) */
             break;
     }
+    tkd_rec_commit(d);
     if (now > t0)
         tk_engine_add_work(d->engine, TK_WORK_REQUESTS, now - t0);
     if (n && tkd_prof_active(d->prof))
@@ -257,6 +261,12 @@ static uint64_t request_budget_ns(tkd *d)
 static void wait_hook(void *ud, uint64_t deadline)
 {
     tkd *d = ud;
+    if (d->replay) { /* the journal's frames run back to back */
+        if (d->srv)
+            tkd_server_flush(d->srv);
+        return;
+    }
+    tkd_rec_release(d);
     tkd_server_flush(d->srv);
     if (d->frame_done) {
         /* The start of the idle time, the frame's events on their way: a
@@ -370,6 +380,11 @@ static void reload_change(void *ud, const tkd_config_key *key, const char *old_t
         tks_set_max_tick_functions(d->sim, d->cfg.max_tick_functions);
     else if (!strcmp(s, "world") && !strcmp(n, "max_template_bytes"))
         tks_set_max_template_bytes(d->sim, d->cfg.max_template_bytes);
+    else if (!strcmp(s, "journal") && !strcmp(n, "fsync") && d->journal)
+        tkd_journal_set_fsync(d->journal, d->cfg.journal_fsync);
+    /* What the world follows goes to the journal (a replay follows it too). */
+    if (!strcmp(s, "world"))
+        tkd_rec_config(d, s, n);
     else if (!strcmp(s, "control") && !strcmp(n, "max_clients"))
         tkd_server_set_max_clients(d->srv, d->cfg.max_clients);
     else if (!strcmp(s, "control") && !strcmp(n, "max_line"))
@@ -450,18 +465,23 @@ static void pre_world(void *ud, tk_engine_t *e)
 {
     (void)e;
     tkd *d = ud;
+    if (d->replay)
+        return; /* the boundary's records were applied before the frame */
     if (d->reload)
         do_reload(d);
     uint64_t t0 = tkd_prof_active(d->prof) ? tk_clock_now_ns() : 0;
-    size_t n;
+    size_t n = 0;
     if (d->shutdown) {
         n = tkd_server_drain(d->srv, exec_call, d);
-    } else {
+    } else if (!tkd_rec_backlogged(d)) {
         uint64_t until = tk_clock_now_ns() + request_budget_ns(d);
         if (d->jobs)
             tkd_jobs_run(d, until);
         n = tkd_server_drain_until(d->srv, exec_call, d, until);
     }
+    /* The frame about to tick, after the requests of its boundary. */
+    tkd_rec_frame(d);
+    tkd_rec_commit(d);
     if (t0)
         tkd_prof_requests(d, n, t0, tk_clock_now_ns() - t0);
 }
@@ -539,8 +559,17 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
     (void)e;
     tkd *d = ud;
     tkd_methods_post_frame(d, f);
+    if (d->replay) {
+        tkd_replay_post_frame(d, f);
+        if (!d->srv) { /* a recovery, before the socket opens */
+            tkd_notify_watchdog(&d->notify, f->start_ns + f->work_ns);
+            return;
+        }
+    } else {
+        tkd_rec_post_frame(d, f);
+    }
     tkd_metrics_frame(d->metrics, f);
-    if (subscribed(d, TKD_TOPIC_FRAME)) {
+    if (d->srv && subscribed(d, TKD_TOPIC_FRAME)) {
         json_t *p = json_object();
         json_object_set_new(p, "frame", json_integer((json_int_t)f->frame));
         json_object_set_new(p, "dt", json_real((double)f->world_dt_ns / 1e9));
@@ -550,7 +579,7 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
         json_object_set_new(p, "split", tkd_frame_split_json(d, f));
         tkd_server_publish(d->srv, TKD_TOPIC_FRAME, p);
     }
-    if (f->overrun && subscribed(d, TKD_TOPIC_OVERRUN)) {
+    if (f->overrun && d->srv && subscribed(d, TKD_TOPIC_OVERRUN)) {
         json_t *p = json_object();
         json_object_set_new(p, "frame", json_integer((json_int_t)f->frame));
         json_object_set_new(p, "ms", json_real((double)f->work_ns / 1e6));
@@ -563,6 +592,35 @@ static void post_frame(void *ud, tk_engine_t *e, const tk_frame_info *f)
     tkd_agones_tick(d->agones, f->start_ns + f->work_ns);
     if (d->shutdown)
         tk_engine_stop(d->engine);
+}
+
+void tkd_serve_once(tkd *d, int timeout_ms)
+{
+    if (!d->srv)
+        return;
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    event_add(d->wake, &tv);
+    tkd_server_set_deadline(d->srv, 0);
+    event_base_loop(d->base, timeout_ms > 0 ? EVLOOP_ONCE : EVLOOP_NONBLOCK);
+    event_del(d->wake);
+    tkd_server_drain(d->srv, exec_call, d);
+    tkd_server_flush(d->srv);
+}
+
+/* The journal's writer made more replies safe: let them go. */
+static void on_journal(evutil_socket_t fd, short what, void *ud)
+{
+    (void)fd;
+    (void)what;
+    tkd *d = ud;
+    tkd_journal_ack(d->journal);
+    tkd_rec_release(d);
+}
+
+static uint64_t journal_gate(void *ud)
+{
+    tkd *d = ud;
+    return d->journal ? tkd_journal_gate(d->journal) : 0;
 }
 
 /* ---- signals ----------------------------------------------------------------------- */
@@ -660,15 +718,38 @@ int tkd_init(tkd *d, char *err, size_t errlen)
         }
         tk_log_info("plugin %s loaded", d->cfg.plugins.items[i]);
     }
+    if (d->replay_opts) {
+        /* tickd --replay: the journal's base, no journal, no saves, the
+         * socket only when asked for (--socket). */
+        if (tkd_replay_open_tool(d, err, errlen) != 0)
+            return -1;
+        if (!d->replay_opts->serve)
+            goto signals;
+        if (tkd_server_new(d->base, &sc2, &d->srv, err, errlen) != 0)
+            return -1;
+        goto signals;
+    }
     tkd_snapshot_remove_stale(d);
-    if (d->cfg.load_on_start && load_snapshot_at_start(d, err, errlen) != 0)
+    if (d->cfg.journal_path && *d->cfg.journal_path) {
+        /* The snapshot and the journal give the world back (load_on_start
+         * is for the first start only). */
+        if (tkd_rec_start(d, err, errlen) != 0)
+            return -1;
+    } else if (d->cfg.load_on_start && load_snapshot_at_start(d, err, errlen) != 0) {
         return -1;
+    }
     if (d->cfg.autosave_s > 0)
         tk_ticker_add(d->engine, d->cfg.autosave_s, autosave_tick, d, &d->autosave_ticker);
     if (tkd_notify_listen_fd(&sc2.listen_fd, err, errlen) != 0)
         return -1;
     if (tkd_server_new(d->base, &sc2, &d->srv, err, errlen) != 0)
         return -1;
+    if (d->journal) {
+        tkd_server_set_gate(d->srv, journal_gate, d);
+        d->journal_ev = event_new(d->base, tkd_journal_fd(d->journal), EV_READ | EV_PERSIST,
+                                  on_journal, d);
+        event_add(d->journal_ev, NULL);
+    }
     if (d->cfg.readonly_socket && *d->cfg.readonly_socket &&
         tkd_server_add_readonly(d->srv, d->cfg.readonly_socket, d->cfg.readonly_socket_mode, err,
                                 errlen) != 0)
@@ -677,6 +758,8 @@ int tkd_init(tkd *d, char *err, size_t errlen)
         return -1;
     if (tkd_agones_new(d, &d->agones, err, errlen) != 0)
         return -1;
+
+signals:
 
     d->sig_term = evsignal_new(d->base, SIGTERM, on_signal, d);
     d->sig_int = evsignal_new(d->base, SIGINT, on_signal, d);
@@ -688,6 +771,8 @@ int tkd_init(tkd *d, char *err, size_t errlen)
 
     t_frame_thread = true;
     tkd_logging_set_forward(on_log_forward, d);
+    if (d->replay_opts)
+        return 0;
     tk_ticker_add(d->engine, 1.0, stats_tick, d, &d->stats_ticker);
     tk_log_info("tickd %s ready: socket %s%s%s, %g Hz%s, %zu level%s", TKD_VERSION,
                 tkd_server_path(d->srv) ? tkd_server_path(d->srv) : "from systemd (LISTEN_FDS)",
@@ -729,13 +814,16 @@ void tkd_fini(tkd *d)
         tkd_server_drain(d->srv, exec_call, d);
         tkd_methods_shutdown(d); /* requests in slices undone first */
         tkd_snapshot_finish(d);  /* a save child still writing: wait, answer */
-        if (d->cfg.save_on_exit && d->sim)
+        if (d->cfg.save_on_exit && d->sim && !d->replay)
             save_snapshot(d, "save_on_exit");
         tkd_agones_shutdown(d->agones); /* after the save: the pod may go soon */
+        tkd_rec_shutdown(d);     /* the journal on the disk; held replies go */
         tkd_server_close_all(d->srv, 2000);
     }
     tkd_agones_free(d->agones);
     d->agones = NULL;
+    tkd_rec_fini(d);
+    tkd_replay_fini(d);
     tkd_logging_set_forward(NULL, NULL);
     tkd_metrics_free(d->metrics);
     d->metrics = NULL;

@@ -29,6 +29,9 @@
 
 typedef struct tkd_waiter tkd_waiter;
 typedef struct tkd_job tkd_job;
+typedef struct tkd_replayer tkd_replayer;
+struct tkd_journal;
+struct tkd_replay_opts;
 
 typedef struct tkd {
     tkd_config cfg;
@@ -86,6 +89,22 @@ typedef struct tkd {
                                    next frame is due (monotonic), else 0     */
     tkd_agones *agones;         /* the Agones SDK client (agones.h), or NULL  */
     uint64_t info_agones_gen;   /* tkd_agones_info_gen the cached info shows  */
+    uint64_t snap_journal_id;   /* written as the snapshot's "journal" id while
+                                   the journal takes it as its base (journal.c);
+                                   0: none                                   */
+
+    /* The command journal (replay.h, journal.h). */
+    struct tkd_journal *journal; /* [journal] path: the open journal, or NULL */
+    struct event *journal_ev;   /* its eventfd: replies may go               */
+    char *journal_base;         /* the base snapshot's resolved path         */
+    uint64_t rewrite_id;        /* the id of a rewrite whose save runs, or 0  */
+    uint64_t hash_frames;       /* frames since the last recorded hash        */
+    bool rewrite_wanted;        /* a snapshot of the base is due (world.load) */
+    bool journal_truncate_corrupt; /* --journal-truncate-corrupt              */
+    tkd_replayer *replay;       /* a replay runs (recovery, tickd --replay)   */
+    const struct tkd_replay_opts *replay_opts; /* tickd --replay, or NULL     */
+    bool replay_req;            /* tkd_exec runs a recorded client request    */
+    uint64_t replay_failures;   /* recorded requests that failed when replayed */
 } tkd;
 
 /* Create the daemon from a loaded config (binds the socket, creates levels).
@@ -144,6 +163,14 @@ json_t *tkd_stats_json(tkd *d);
 bool tkd_jobs_run(tkd *d, uint64_t deadline_ns);
 /* Can a request in slices go on now (not a load whose file is still read)? */
 bool tkd_jobs_ready(const tkd *d);
+/* A replay's step of the oldest request in slices (a world.load: applied,
+ * waiting for its reading), and its undoing; false if none is in progress. */
+bool tkd_jobs_replay_step(tkd *d);
+bool tkd_jobs_replay_cancel(tkd *d);
+
+/* One pass of the event loop (at most `timeout_ms`; 0: poll) and the
+ * requests that came, run at once (a replay serving between frames). */
+void tkd_serve_once(tkd *d, int timeout_ms);
 
 /* Frame-boundary hooks of methods.c for answered-later requests. */
 void tkd_methods_post_frame(tkd *d, const tk_frame_info *f);

@@ -22,7 +22,8 @@ static void m_entity_spawn(req *r)
     }
     char err[TKS_ERR_MAX];
     tkd *d = r->d;
-    if (r->call && sr.count * (1 + sr.n_components) > SLICE_FUNCS && !d->offline) {
+    if (r->client && sr.count * (1 + sr.n_components) > SLICE_FUNCS &&
+        (!d->offline || d->replay)) {
         int rc = tks_spawn_check(d->sim, &sr, err);
         if (rc) {
             tkd_arena_free(&a);
@@ -152,7 +153,7 @@ static void m_entity_destroy(req *r)
     }
     char err[TKS_ERR_MAX];
     size_t destroyed;
-    if (r->call && n > SLICE_FUNCS && !r->d->offline) {
+    if (r->client && n > SLICE_FUNCS && (!r->d->offline || r->d->replay)) {
         /* All-or-nothing validation first, then in slices. */
         for (size_t i = 0; i < n && !selected; i++) {
             if (!tks_entity_get(r->d->sim, ids[i])) {

@@ -42,7 +42,7 @@ static void m_level_remove(req *r)
     const char *name = arg(r, "name")->str;
     char err[TKS_ERR_MAX];
     tk_level_id l;
-    if (r->call && !r->d->offline && strcmp(name, "persistent") &&
+    if (r->client && (!r->d->offline || r->d->replay) && strcmp(name, "persistent") &&
         tk_level_find(r->d->world, name, &l) == 0 && tks_level_entities(r->d->sim, l) > SLICE_FUNCS) {
         tkd_job *j = tk_calloc(1, sizeof *j);
         j->kind = JOB_LEVEL_REMOVE;

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hash.h"
 #include "methods_int.h"
+#include "replay.h"
 
 static void m_world_step_stop(req *r)
 {
@@ -69,6 +71,12 @@ static void m_world_step(req *r)
 {
     uint64_t n = arg(r, "frames")->u;
     tkd *d = r->d;
+    if (d->replay && r->call) {
+        /* tickd --replay serving: the next n recorded frames. */
+        tkd_replay_step_request(d, r->call, n);
+        defer(r);
+        return;
+    }
     if (!tk_world_paused(d->world)) {
         fail(r, -32002, "the world is not paused (world.pause first)");
         return;
@@ -109,6 +117,11 @@ static void snapshot_method(req *r, bool save)
     char err[TKD_ERR_MAX];
     json_t *info = NULL;
     int rc;
+    if (save && r->d->replay) {
+        /* A timer action of the run being replayed: no file is written. */
+        ok(r, json_object());
+        return;
+    }
     if (save && !r->d->offline) {
         /* Written by a child process; answered when it is done (deferred
          * first: the save may hold the client until it starts). */
@@ -118,7 +131,7 @@ static void snapshot_method(req *r, bool save)
             fail(r, rc, "%s", err);
         return;
     }
-    if (!save && !r->d->offline && r->call) {
+    if (!save && !r->d->offline && r->client) {
         /* Read and checked on a thread of its own; applied at a frame
          * boundary in its turn among the requests in slices. */
         for (tkd_job *j = r->d->jobs; j; j = j->next)
@@ -149,6 +162,24 @@ static void snapshot_method(req *r, bool save)
                 json_string_value(json_object_get(info, "path")),
                 (long long)json_integer_value(json_object_get(info, "entities")));
     ok(r, info);
+}
+
+static void m_world_hash(req *r)
+{
+    uint8_t h[TKD_HASH_BYTES], sec[TKD_HASH_SECTIONS][TKD_HASH_BYTES];
+    char hex[TKD_HASH_HEX];
+    tkd_world_hash_sections(r->d, h, sec);
+    tkd_hash_hex(h, hex);
+    json_t *o = json_object();
+    json_object_set_new(o, "hash", json_string(hex));
+    json_t *so = json_object();
+    for (int i = 0; i < TKD_HASH_SECTIONS; i++) {
+        tkd_hash_hex(sec[i], hex);
+        json_object_set_new(so, tkd_hash_section_names[i], json_string(hex));
+    }
+    json_object_set_new(o, "sections", so);
+    json_object_set_new(o, "frame", jid(tk_world_frames_done(r->d->world)));
+    ok(r, o);
 }
 
 static void m_world_save(req *r) { snapshot_method(r, true); }
@@ -182,6 +213,13 @@ static const tkd_field trace_result[] = {
     R_ARR("frames", "per frame: frame, start, ms, dur, ticks (start, dur), spans"),
     R_BOOL("truncated", "the trace reached its size limit"), {0}};
 
+static const tkd_field hash_result[] = {
+    R_STR("hash", "32 hex digits: SipHash-1-3-128 of the world in a canonical order"),
+    R_INT("frame", "frames completed when it was taken"),
+    R_OBJ("sections", "the digest of each part: time, counters, levels, entities, timers, "
+                      "tickables (the whole hashes these in this order)"),
+    {0}};
+
 static const tkd_field snapshot_params[] = {
     P_STR("path", 0, "the file, in [snapshot] dir (absent: [snapshot] path)"), {0}};
 static const tkd_field snapshot_result[] = {
@@ -212,4 +250,9 @@ const tkd_method tkd__world_methods[] = {
      "Written by a child process; answered when done."},
     {"world.load", m_world_load, snapshot_params, snapshot_result,
      "replace the world by a snapshot", "Read aside, applied at a frame boundary."},
+    {"world.hash", m_world_hash, tkd__no_params, hash_result,
+     "a digest of the whole world, independent of memory layout",
+     "Time, levels, entities with props and tick state, timers, tickables and counters, "
+     "in a canonical order (README: world.hash). Equal for a world and the world restored "
+     "from its snapshot; the journal records it every [journal] hash_every frames."},
     {0}};

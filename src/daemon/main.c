@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "replay.h"
 
 #define DEFAULT_CONFIG "config/tickd.ini"
 
@@ -30,8 +31,20 @@ static void usage(FILE *out)
             "      --set SECTION.KEY=VALUE  override any config key\n"
             "      --check-config       validate the configuration (and AGONES_SDK_HTTP_PORT)\n"
             "                           and exit (0 ok, 1 not)\n"
+            "      --journal-truncate-corrupt  start even if the journal ([journal] path) is\n"
+            "                           corrupt before its end: cut it at the bad record\n"
+            "      --replay JOURNAL     re-run a journal on its snapshot offline, checking the\n"
+            "                           world hashes it recorded (exit 1 at the first that\n"
+            "                           differs, naming the frame); no socket unless --socket\n"
+            "      --until-frame N      (--replay) stop once N frames completed\n"
+            "      --step               (--replay) stop at the journal's first frame\n"
+            "                           (with --socket: world.step replays frames one by one)\n"
             "  -V, --version            print the version and exit\n"
             "  -h, --help               print this help and exit\n"
+            "\n"
+            "With --replay and --socket PATH, tickd serves PATH at the stop: methods that\n"
+            "read (engine.info, world.status, world.hash, entity.get, tick.dump,\n"
+            "world.trace...) and world.step, which replays the next recorded frames.\n"
             "\n"
             "Flags override the config file, also across SIGHUP reloads.\n"
             "With AGONES_SDK_HTTP_PORT set (or [agones] enabled) tickd drives its Agones\n"
@@ -60,6 +73,9 @@ int main(int argc, char **argv)
         {"tick-rate", required_argument, NULL, 'r'}, {"fixed-dt", required_argument, NULL, 'f'},
         {"frames", required_argument, NULL, 'n'},   {"log-level", required_argument, NULL, 'l'},
         {"set", required_argument, NULL, 'S'},      {"check-config", no_argument, NULL, 'C'},
+        {"replay", required_argument, NULL, 'P'},   {"until-frame", required_argument, NULL, 'U'},
+        {"step", no_argument, NULL, 'T'},
+        {"journal-truncate-corrupt", no_argument, NULL, 'J'},
         {"version", no_argument, NULL, 'V'},        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *config_path = NULL;
@@ -67,7 +83,8 @@ int main(int argc, char **argv)
     const char *sets[64];
     size_t nsets = 0;
     uint64_t frames = 0;
-    bool check = false;
+    bool check = false, truncate_corrupt = false;
+    tkd_replay_opts ropts = {0};
     int ch;
     while ((ch = getopt_long(argc, argv, "c:s:r:f:n:l:Vh", opts, NULL)) != -1) {
         switch (ch) {
@@ -106,6 +123,26 @@ int main(int argc, char **argv)
         case 'C':
             check = true;
             break;
+        case 'P':
+            ropts.journal = optarg;
+            break;
+        case 'U': {
+            char *end;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || optarg[0] == '-') {
+                fprintf(stderr, "tickd: --until-frame: '%s' is not a frame number\n", optarg);
+                return 2;
+            }
+            ropts.until_frame = v;
+            ropts.has_until = true;
+            break;
+        }
+        case 'T':
+            ropts.step = true;
+            break;
+        case 'J':
+            truncate_corrupt = true;
+            break;
         case 'V':
             printf("tickd %s (protocol 1)\n", TKD_VERSION);
             return 0;
@@ -121,6 +158,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "tickd: unexpected argument '%s'\nTry 'tickd --help'.\n", argv[optind]);
         return 2;
     }
+    if (!ropts.journal && (ropts.has_until || ropts.step)) {
+        fprintf(stderr, "tickd: --until-frame and --step go with --replay\nTry 'tickd --help'.\n");
+        return 2;
+    }
+    if (ropts.step && ropts.has_until) {
+        fprintf(stderr, "tickd: --step stops at the first frame: not with --until-frame\n");
+        return 2;
+    }
+    ropts.serve = ropts.journal && socket;
 
     static tkd d;
     tkd_config_init(&d.cfg);
@@ -190,6 +236,20 @@ int main(int argc, char **argv)
     tkd_logging_set_name(d.cfg.instance_name);
     tk_log_set_level(d.cfg.log_level);
     char err[512];
+    d.journal_truncate_corrupt = truncate_corrupt;
+    if (ropts.journal) {
+        /* tickd --replay: the journal re-run offline, its hashes checked. */
+        d.replay_opts = &ropts;
+        int rc = 1;
+        if (tkd_init(&d, err, sizeof err) != 0)
+            tk_log_error("replay: %s", err);
+        else
+            rc = tkd_replay_main(&d);
+        tkd_fini(&d);
+        tkd_config_free(&d.cfg);
+        tkd_logging_shutdown();
+        return rc;
+    }
     if (tkd_init(&d, err, sizeof err) != 0) {
         tk_log_error("cannot start: %s", err);
         tkd_fini(&d);

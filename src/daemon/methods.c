@@ -18,11 +18,24 @@
 #include <string.h>
 
 #include "methods_int.h"
+#include "replay.h"
 
 /* ---- answering ---------------------------------------------------------------- */
 
+/* A client's request that changed the world goes to the journal the moment
+ * it succeeded (answered, or deferred to answer later), before its reply
+ * exists: the reply then waits for the record (the server's gate). */
+static void record(req *r)
+{
+    if (r->recorded || !r->rec)
+        return;
+    r->recorded = true;
+    tkd_rec_request(r->d, r->method, r->params);
+}
+
 void ok(req *r, json_t *result)
 {
+    record(r);
     r->answered = true;
     if (r->call)
         tkd_call_reply(r->call, result);
@@ -78,6 +91,11 @@ static void failv(req *r, int code, const char *fmt, va_list ap)
     r->code = code;
     if (r->call) {
         tkd_call_error(r->call, code, NULL, "%s", msg);
+    } else if (r->client) {
+        /* A recorded request that succeeded when it ran: the replay is
+         * not following the run any more. */
+        r->d->replay_failures++;
+        tk_log_warn("journal: replaying %s failed (%d): %s", r->method, code, msg);
     } else {
         r->d->action_errors++;
         tk_log_warn("timer action %s failed (%d): %s", r->method, code, msg);
@@ -102,6 +120,7 @@ void fail_tk(req *r, int tk_err, const char *msg)
 
 void defer(req *r)
 {
+    record(r);
     r->answered = true;
     if (r->call)
         tkd_call_defer(r->call);
@@ -236,7 +255,8 @@ void job_add(req *r, tkd_job *j)
         pp = &(*pp)->next;
     *pp = j;
     defer(r);
-    tkd_call_hold_client(r->call);
+    if (r->call)
+        tkd_call_hold_client(r->call);
 }
 
 /* Undo a spawn: destroy what it spawned (still there), release the rest. */
@@ -261,6 +281,18 @@ json_t *destroyed_result(uint64_t n)
     return o;
 }
 
+/* A job ends with an error: its call answers it; in a replay (nobody to
+ * answer), the run being replayed did not fail there: said and counted. */
+static void job_error(tkd *d, tkd_job *j, int code, const char *msg)
+{
+    if (j->call) {
+        tkd_call_error(j->call, code, NULL, "%s", msg);
+    } else if (d->replay) {
+        d->replay_failures++;
+        tk_log_warn("journal: replaying %s failed (%d): %s", job_method(j), code, msg);
+    }
+}
+
 /* One step of a job; true when the job is over (its call completed). */
 static bool job_step(tkd *d, tkd_job *j)
 {
@@ -273,12 +305,13 @@ static bool job_step(tkd *d, tkd_job *j)
         j->load = NULL;
         int rc = tkd_snapshot_load_finish(d, l, &info, lerr, sizeof lerr);
         if (rc) {
-            tkd_call_error(j->call, rc, NULL, "%s", lerr);
+            job_error(d, j, rc, lerr);
             return true;
         }
         tk_log_info("world.load: %s (%lld entities)",
                     json_string_value(json_object_get(info, "path")),
                     (long long)json_integer_value(json_object_get(info, "entities")));
+        tkd_rec_loaded(d); /* a snapshot point of the journal */
         tkd_call_reply(j->call, info);
         return true;
     }
@@ -293,11 +326,11 @@ static bool job_step(tkd *d, tkd_job *j)
             spawn_undo(d, j);
             tk_log_warn("entity.spawn of %llu stopped after %llu: %s; those were destroyed",
                         (unsigned long long)j->req->count, (unsigned long long)done, err);
-            tkd_call_error(j->call, rc == TK_ELIMIT ? -32003 : rc == TK_ENOENT ? -32001 : -32602,
-                           NULL,
-                           "%s (the spawn stopped after %llu of %llu entities; nothing is "
-                           "left of it)",
-                           err, (unsigned long long)done, (unsigned long long)j->req->count);
+            char msg[TKD_ERR_MAX];
+            snprintf(msg, sizeof msg,
+                     "%s (the spawn stopped after %llu of %llu entities; nothing is left of it)",
+                     err, (unsigned long long)done, (unsigned long long)j->req->count);
+            job_error(d, j, rc == TK_ELIMIT ? -32003 : rc == TK_ENOENT ? -32001 : -32602, msg);
             return true;
         }
         j->done += slice.count;
@@ -338,7 +371,7 @@ static bool job_step(tkd *d, tkd_job *j)
         if (n == 0) {
             int rc = tks_level_remove(d->sim, j->level, err);
             if (rc)
-                tkd_call_error(j->call, rc == TK_ESTATE ? -32002 : -32001, NULL, "%s", err);
+                job_error(d, j, rc == TK_ESTATE ? -32002 : -32001, err);
             else
                 tkd_call_reply(j->call, destroyed_result(j->done));
             return true;
@@ -363,9 +396,10 @@ static bool jobs_run(tkd *d, uint64_t deadline)
         if (j->kind == JOB_LOAD && !tkd_snapshot_load_done(j->load))
             return false;
         bool over;
-        do
+        do {
+            tkd_rec_step(d); /* where a slice falls depends on the clock */
             over = job_step(d, j);
-        while (!over && tk_clock_now_ns() < deadline);
+        } while (!over && tk_clock_now_ns() < deadline);
         if (!over)
             return true;
         d->jobs = j->next;
@@ -396,16 +430,37 @@ bool tkd_jobs_run(tkd *d, uint64_t deadline)
     return more;
 }
 
+bool tkd_jobs_replay_step(tkd *d)
+{
+    tkd_job *j = d->jobs;
+    if (!j)
+        return false;
+    if (job_step(d, j)) { /* a load waits for its reading here */
+        d->jobs = j->next;
+        job_free(j);
+    }
+    return true;
+}
+
+static void job_cancel(tkd *d, tkd_job *j);
+
+bool tkd_jobs_replay_cancel(tkd *d)
+{
+    tkd_job *j = d->jobs;
+    if (!j)
+        return false;
+    d->jobs = j->next;
+    if (j->kind != JOB_LOAD) /* a load cancelled was not applied: nothing to undo */
+        job_cancel(d, j);
+    job_free(j);
+    return true;
+}
+
 /* A job that will not finish (shutdown): undo a spawn, answer -32004. */
 static void job_cancel(tkd *d, tkd_job *j)
 {
     uint64_t done = j->done;
     if (j->kind == JOB_LOAD) {
-        /* Read already: applied, as asked (a save_on_exit then holds it). */
-        if (tkd_snapshot_load_done(j->load)) {
-            job_step(d, j);
-            return;
-        }
         tkd_call_error(j->call, -32004, NULL,
                        "shutting down before world.load completed (%s was still being read; "
                        "the world was not changed)",
@@ -577,15 +632,27 @@ bool tkd_method_readonly(const char *name)
 
 void tkd_exec(tkd *d, tkd_call *call, const char *method, json_t *params)
 {
-    req r = {d, call, method, params, false, 0, NULL, {{0}}};
+    req r = {.d = d, .call = call, .client = call != NULL || d->replay_req, .method = method,
+             .params = params};
+    char jerr[320];
     uint64_t t0 = tk_clock_now_ns();
     size_t n;
     const tkd_method *const *table = tkd__methods(&n);
     size_t i = method_index(method);
+    /* Looked up once: the journal records a client's change when it succeeds. */
+    r.rec = call && d->journal && !d->replay && i < N_METHODS && tkd_rec_method(method);
     tkd_perr pe;
     if (i == N_METHODS) {
         fail(&r, -32601, "method not found: %s", method);
-    } else if (d->cfg.max_memory && grows_state(method) && over_memory(d)) {
+    } else if (call && d->replay && !tkd_method_readonly(method) && strcmp(method, "world.step")) {
+        fail(&r, -32002,
+             "%s: this daemon replays a journal (tickd --replay): it serves the methods that read "
+             "and world.step, which replays the next recorded frames",
+             method);
+    } else if (r.rec && tkd_rec_failing(d, jerr, sizeof jerr)) {
+        /* Nothing that changes the world runs while it cannot be recorded. */
+        fail(&r, -32603, "%s: refused: %s (retried every second)", method, jerr);
+    } else if (d->cfg.max_memory && !d->replay && grows_state(method) && over_memory(d)) {
         fail(&r, -32003,
              "memory limit: the daemon uses %llu MiB, over [world] max_memory (%llu MiB); "
              "%s is refused until it drops",
@@ -674,8 +741,15 @@ void tkd_methods_shutdown(tkd *d)
 {
     while (d->jobs) {
         tkd_job *j = d->jobs;
+        if (j->kind == JOB_LOAD && tkd_snapshot_load_done(j->load)) {
+            /* Read already: applied, as asked (a save_on_exit then holds it). */
+            tkd_rec_step(d);
+            job_step(d, j);
+        } else {
+            tkd_rec_cancel(d);
+            job_cancel(d, j);
+        }
         d->jobs = j->next;
-        job_cancel(d, j);
         job_free(j);
     }
     free(d->info_text);

@@ -29,7 +29,11 @@ typedef struct tkd_method tkd_method;
 
 typedef struct req {
     tkd *d;
-    tkd_call *call; /* NULL: a timer action */
+    tkd_call *call; /* NULL: a timer action, or a recorded request replayed */
+    bool client;    /* a client's request (or a client's, replayed): may be
+                       done in slices; false: a timer action */
+    bool rec;       /* a client's change the journal records (tkd_exec)  */
+    bool recorded;  /* the journal holds it (recorded once)              */
     const char *method;
     json_t *params; /* borrowed, may be NULL */
     bool answered;

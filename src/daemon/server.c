@@ -89,6 +89,15 @@
 
 enum call_state { CALL_QUEUED, CALL_EXECUTING, CALL_DEFERRED, CALL_DONE };
 
+/* A reply held back by the gate (tkd_server_set_gate): sent once the
+ * released sequence number reaches `need`. */
+struct gated {
+    struct gated *next;
+    char *text;              /* serialized, without the newline (jansson's) */
+    size_t len;
+    uint64_t need;
+};
+
 typedef struct reply reply;
 
 struct reply {
@@ -154,6 +163,8 @@ struct tkd_client {
     size_t discarded;        /* CF_DISCARD: bytes dropped so far            */
     unsigned topics;         /* TKD_TOPIC_BIT mask                          */
     uint64_t dropped;        /* events dropped for this client              */
+    struct gated *ghead, *gtail; /* replies waiting for the gate (journal) */
+    size_t gated;            /* bytes in them                               */
     tkd_client *prev, *next; /* server's open clients                       */
     tkd_client *close_next;  /* server's closing list                       */
 };
@@ -190,6 +201,10 @@ struct tkd_server {
     size_t nheld, cap_held;
     uint64_t deadline_ns;      /* the loop pass ends then (0 = no deadline)  */
     uint64_t busy_ns;          /* time in our callbacks, for the frame report */
+    uint64_t (*gate)(void *ud); /* the number a reply produced now waits for  */
+    void *gate_ud;
+    uint64_t released;         /* replies up to this number may go            */
+    size_t ngated;             /* clients holding gated replies              */
     tkd_server_stats st;
 };
 
@@ -231,7 +246,7 @@ static void maybe_finish(tkd_client *c);
 
 static size_t unsent(const tkd_client *c)
 {
-    return evbuffer_get_length(c->out) + c->held;
+    return evbuffer_get_length(c->out) + c->held + c->gated;
 }
 
 /* Free a string allocated by jansson (json_dumps), with its allocator. */
@@ -330,7 +345,7 @@ static int client_write(tkd_client *c)
             break;
     }
     if (evbuffer_get_length(c->out) == 0) {
-        if ((c->flags & CF_LINGER) && !(c->flags & CF_DISCARD)) {
+        if ((c->flags & CF_LINGER) && !(c->flags & CF_DISCARD) && !c->ghead) {
             client_close(c, TK_LOG_DEBUG, "%s", c->why ? c->why : "done");
             return -1;
         }
@@ -350,6 +365,8 @@ static int client_write(tkd_client *c)
  * cost about their size in memory; big ones (>= REF_MIN) are referenced,
  * not copied.
  */
+static void emit_now(tkd_client *c, char *text, size_t len);
+
 static void emit(tkd_client *c, char *text, size_t len)
 {
     if (!text)
@@ -358,6 +375,31 @@ static void emit(tkd_client *c, char *text, size_t len)
         json_text_free(text);
         return;
     }
+    tkd_server *srv = c->srv;
+    uint64_t need = srv->gate ? srv->gate(srv->gate_ud) : 0;
+    if (need > srv->released || c->ghead) {
+        /* The journal has not made the changes before it safe yet: held,
+         * in order, until tkd_server_release lets it go. */
+        struct gated *g = tk_malloc(sizeof *g);
+        g->next = NULL;
+        g->text = text;
+        g->len = len;
+        g->need = need;
+        if (c->gtail)
+            c->gtail->next = g;
+        else {
+            c->ghead = g;
+            srv->ngated++;
+        }
+        c->gtail = g;
+        c->gated += len + 1;
+        return;
+    }
+    emit_now(c, text, len);
+}
+
+static void emit_now(tkd_client *c, char *text, size_t len)
+{
     if (len >= REF_MIN &&
         evbuffer_add_reference(c->out, text, len, json_text_release, NULL) == 0)
         text = NULL; /* now owned by the evbuffer */
@@ -729,6 +771,10 @@ void tkd_call_defer(tkd_call *call)
 
 void tkd_call_reply(tkd_call *call, json_t *result)
 {
+    if (!call) { /* nobody to answer (a replayed request) */
+        json_decref(result);
+        return;
+    }
     json_t *resp = NULL;
     if (call->id)
         resp = tkd_rpc_result(call->id, result);
@@ -773,6 +819,10 @@ void tkd_call_reply_text(tkd_call *call, const char *result_json)
 
 void tkd_call_error(tkd_call *call, int code, json_t *data, const char *fmt, ...)
 {
+    if (!call) {
+        json_decref(data);
+        return;
+    }
     call->srv->st.errors++;
     json_t *resp = NULL;
     va_list ap;
@@ -809,6 +859,8 @@ static void client_close(tkd_client *c, tk_log_level level, const char *fmt, ...
         return;
     tkd_server *srv = c->srv;
     c->flags |= CF_CLOSING;
+    if (c->ghead)
+        srv->ngated--;
     event_del(c->rev);
     event_del(c->wev);
     event_del(c->more);
@@ -855,6 +907,12 @@ static void client_free(tkd_client *c)
             json_text_free(r->text), r->text = NULL;
         r = next;
     }
+    while (c->ghead) {
+        struct gated *g = c->ghead;
+        c->ghead = g->next;
+        json_text_free(g->text);
+        tk_free(g);
+    }
     event_free(c->rev);
     event_free(c->wev);
     event_free(c->more);
@@ -889,7 +947,7 @@ static void maybe_finish(tkd_client *c)
 {
     if ((c->flags & CF_CLOSING) || !(c->flags & CF_INPUT_DONE) || c->nlive)
         return;
-    if (evbuffer_get_length(c->out) == 0) {
+    if (evbuffer_get_length(c->out) == 0 && !c->ghead) {
         if (!(c->flags & CF_DISCARD))
             client_close(c, TK_LOG_DEBUG, "%s", c->why);
         return;
@@ -1765,7 +1823,7 @@ static void call_release_hold(tkd_call *call)
 
 void tkd_call_hold_client(tkd_call *call)
 {
-    if (call->state != CALL_DEFERRED || call->holds)
+    if (!call || call->state != CALL_DEFERRED || call->holds)
         return;
     tkd_server *srv = call->srv;
     if (srv->nheld == srv->cap_held) {
@@ -1875,6 +1933,39 @@ void tkd_server_flush(tkd_server *srv)
 }
 
 void tkd_server_shutting_down(tkd_server *srv) { srv->shutting_down = true; }
+
+void tkd_server_set_gate(tkd_server *srv, uint64_t (*gate)(void *ud), void *ud)
+{
+    srv->gate = gate;
+    srv->gate_ud = ud;
+}
+
+void tkd_server_release(tkd_server *srv, uint64_t released)
+{
+    if (released > srv->released)
+        srv->released = released;
+    if (!srv->ngated)
+        return;
+    tkd_client *c, *next;
+    for (c = srv->clients; c; c = next) {
+        next = c->next;
+        if (!c->ghead)
+            continue;
+        while (c->ghead && c->ghead->need <= srv->released) {
+            struct gated *g = c->ghead;
+            c->ghead = g->next;
+            if (!c->ghead) {
+                c->gtail = NULL;
+                srv->ngated--;
+            }
+            c->gated -= g->len + 1;
+            emit_now(c, g->text, g->len);
+            tk_free(g);
+        }
+        if (!c->ghead)
+            maybe_finish(c);
+    }
+}
 
 void tkd_server_close_all(tkd_server *srv, int timeout_ms)
 {

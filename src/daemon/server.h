@@ -211,6 +211,17 @@ void tkd_server_flush(tkd_server *srv);
 void tkd_server_shutting_down(tkd_server *srv);
 
 /*
+ * The reply gate (the journal: no reply reveals a change before the journal
+ * holds it).  With a gate set, every response is stamped with gate(ud) when
+ * it is ready to go, and is written only once tkd_server_release has been
+ * told a number at least that high; held responses keep their order (and
+ * count as unsent output).  Events are not held.  NULL: no gate.
+ */
+void tkd_server_set_gate(tkd_server *srv, uint64_t (*gate)(void *ud), void *ud);
+/* Responses stamped up to `released` may go now. */
+void tkd_server_release(tkd_server *srv, uint64_t released);
+
+/*
  * Stop listening (unlinking the socket file if ours), write what can be
  * written to every client for at most `timeout_ms` (polling, without the
  * event loop), then close every client.  Replies completed after this are
@@ -295,7 +306,9 @@ void tkd_call_hold_client(tkd_call *call);
 /* End tkd_call_hold_client's hold before the call completes (a save that
  * has started: the client's later calls go on while it is written). */
 void tkd_call_release_client(tkd_call *call);
-/* Complete with a result (stolen; NULL means {}). */
+/* Complete with a result (stolen; NULL means {}).  call NULL: nobody to
+ * answer, the result is freed (tkd_call_error and tkd_call_hold_client
+ * accept NULL too). */
 void tkd_call_reply(tkd_call *call, json_t *result);
 /* Complete with an error: `code` (rpc.h), `data` stolen (may be NULL),
  * message formatted printf-style. */

@@ -44,8 +44,10 @@
 #include <unistd.h>
 
 #include "params.h"
+#include "replay.h"
 #include "snapshot.h"
 #include "hotmem.h"
+#include "journal.h"
 #include "jsonw.h"
 #include "tickd/clock.h"
 
@@ -306,7 +308,57 @@ typedef struct write_ctx {
     tkd *d;
     wr *f;
     uint64_t n;
+    const uint64_t *orders; /* the saved timers' tie orders, sorted */
+    size_t n_orders;
 } write_ctx;
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Is timer i one a snapshot holds: a protocol timer, or an entity's life
+ * span (plugin timers are not saved)? */
+static bool saved_timer(tkd *d, const tk_timer_info *i)
+{
+    if (i->owner == 0)
+        return true;
+    if (i->owner & TKS_OWNER_TICKABLE)
+        return false;
+    const tks_entity *e = tks_entity_get(d->sim, i->owner);
+    return e && tks_entity_life_timer(d->sim, e) == i->handle;
+}
+
+/* The tie orders of the saved timers, sorted: a saved "order" is its rank
+ * among them (0, 1, ...), so that a world saved again after a load writes
+ * the same numbers. */
+static uint64_t *saved_orders(tkd *d, size_t *n)
+{
+    tk_timer_counts tc;
+    tk_timer_get_counts(d->world, &tc);
+    size_t cap = tc.active + tc.paused + tc.pending + 1;
+    uint64_t *o = tk_malloc(cap * sizeof *o);
+    *n = 0;
+    uint64_t cur = 0;
+    tk_timer_handle h;
+    while (tk_timer_next(d->world, &cur, &h)) {
+        tk_timer_info i;
+        if (tk_timer_get(d->world, h, &i) != 0 || !saved_timer(d, &i))
+            continue;
+        if (*n == cap)
+            o = tk_realloc(o, (cap *= 2) * sizeof *o);
+        o[(*n)++] = i.order;
+    }
+    qsort(o, *n, sizeof *o, u64_cmp);
+    return o;
+}
+
+static uint64_t rank_of(const write_ctx *w, uint64_t order)
+{
+    const uint64_t *p = bsearch(&order, w->orders, w->n_orders, sizeof *w->orders, u64_cmp);
+    return p ? (uint64_t)(p - w->orders) : 0;
+}
 
 static void w_entity(void *ud, const tks_entity *e)
 {
@@ -327,6 +379,23 @@ static void w_entity(void *ud, const tks_entity *e)
         w_real(f, life);
     else
         w_puts(f, "null");
+    tk_timer_info li;
+    tk_timer_handle lh = tks_entity_life_timer(d->sim, e);
+    if (life >= 0 && lh && tk_timer_get(d->world, lh, &li) == 0) {
+        /* Its timer as it is: restored under the same handle, with the span
+         * it was set with, its status and its place among equal expiries. */
+        w_puts(f, ",\"life_timer\":{\"handle\":");
+        w_u64(f, lh);
+        w_puts(f, ",\"rate\":");
+        w_real(f, li.rate);
+        w_puts(f, ",\"status\":\"");
+        w_puts(f, li.status == TK_TIMER_PAUSED    ? "paused"
+                  : li.status == TK_TIMER_PENDING ? "pending"
+                                                  : "active");
+        w_puts(f, "\",\"order\":");
+        w_u64(f, rank_of(w, li.order));
+        w_putc(f, '}');
+    }
     w_puts(f, ",\"props\":");
     w_entity_props(f, d, e, -1);
     w_puts(f, ",\"tick\":");
@@ -353,6 +422,62 @@ static char *utc_now(char *buf, size_t n)
     return buf;
 }
 
+/*
+ * What an exact restore needs beyond the objects (members of "world"): the
+ * clocks in ns (a double of seconds loses nanoseconds past ~100 days),
+ * whether the timer manager ticked in the last frame, the steps owed to a
+ * paused world, the timer serial and free slots (runs of consecutive slots:
+ * [first, n] for first, first+1, ..., [first, -n] downwards) and the
+ * tickables' free ids, so that later handles and ids are those the saved
+ * world would have given.
+ */
+static void write_exact(tkd *d, wr *f)
+{
+    tk_world_t *w = d->world;
+    w_puts(f, ",\"world_time_ns\":");
+    w_u64(f, tk_world_time_ns(w));
+    w_puts(f, ",\"unpaused_time_ns\":");
+    w_u64(f, tk_world_unpaused_time_ns(w));
+    w_puts(f, ",\"real_time_ns\":");
+    w_u64(f, tk_world_real_time_ns(w));
+    w_puts(f, ",\"timers_ticked\":");
+    w_bool(f, tk_timer_ticked_last_frame(w));
+    w_puts(f, ",\"steps\":");
+    w_u64(f, tk_world_steps_pending(w));
+    w_puts(f, ",\"timer_serial\":");
+    w_u64(f, tk_timer_serial(w));
+    w_puts(f, ",\"timer_free\":[");
+    size_t n = tk_timer_free_slots(w, NULL, 0);
+    uint32_t *fs = n ? tk_malloc(n * sizeof *fs) : NULL;
+    n = tk_timer_free_slots(w, fs, n);
+    for (size_t i = 0; i < n;) {
+        size_t k = i + 1;
+        int dir = 0;
+        if (k < n && (fs[k] == fs[i] + 1 || fs[k] + 1 == fs[i]))
+            dir = fs[k] == fs[i] + 1 ? 1 : -1;
+        while (dir && k < n && (int64_t)fs[k] - (int64_t)fs[k - 1] == dir)
+            k++;
+        w_puts(f, i ? ",[" : "[");
+        w_u64(f, fs[i]);
+        w_puts(f, dir < 0 ? ",-" : ",");
+        w_u64(f, k - i);
+        w_putc(f, ']');
+        i = k;
+    }
+    tk_free(fs);
+    w_puts(f, "],\"tickable_free\":[");
+    n = tk_tickable_free_ids(w, NULL, 0);
+    tk_tickable_id *ti = n ? tk_malloc(n * sizeof *ti) : NULL;
+    n = tk_tickable_free_ids(w, ti, n);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            w_putc(f, ',');
+        w_u64(f, ti[i]);
+    }
+    tk_free(ti);
+    w_putc(f, ']');
+}
+
 /* Stream the whole document (no trailing newline) to `f`; the caller
  * flushes and checks f->err.  Counts what it wrote in *cnt. */
 static void write_doc(tkd *d, wr *f, snap_counts *cnt)
@@ -363,10 +488,22 @@ static void write_doc(tkd *d, wr *f, snap_counts *cnt)
     w_u64(f, TKD_SNAPSHOT_VERSION);
     w_puts(f, ",\"saved_at\":\"");
     w_puts(f, utc_now(now, sizeof now));
+    if (d->snap_journal_id) {
+        char id[24];
+        snprintf(id, sizeof id, "%016llx", (unsigned long long)d->snap_journal_id);
+        w_puts(f, "\",\"journal\":{\"id\":\"");
+        w_puts(f, id);
+        w_puts(f, "\"}");
+        w_puts(f, ",\"world\":{\"frame\":");
+    } else {
+        w_puts(f, "\",\"world\":{\"frame\":");
+    }
     tk_world_time t;
     tk_world_get_time(d->world, &t);
-    w_puts(f, "\",\"world\":{\"frame\":");
-    w_u64(f, t.frame);
+    /* Frames completed: one more than the counter after a frame's world
+     * tick (a save started from the core ticker), so that the restored
+     * world's next frame has the number the saved one's next frame had. */
+    w_u64(f, tk_world_frames_done(d->world));
     w_puts(f, ",\"world_time\":");
     w_real(f, t.world_time);
     w_puts(f, ",\"unpaused_time\":");
@@ -379,6 +516,7 @@ static void write_doc(tkd *d, wr *f, snap_counts *cnt)
     w_bool(f, t.paused);
     w_puts(f, ",\"next_id\":");
     w_u64(f, tks_next_id(d->sim));
+    write_exact(d, f);
     w_puts(f, "},\"levels\":[");
     for (size_t i = 0; i < tk_level_count(d->world); i++) {
         if (i)
@@ -386,7 +524,9 @@ static void write_doc(tkd *d, wr *f, snap_counts *cnt)
         w_str(f, tk_level_name(d->world, tk_level_at(d->world, i)));
     }
     w_puts(f, "],\"entities\":[");
-    write_ctx w = {d, f, 0};
+    write_ctx w = {d, f, 0, NULL, 0};
+    uint64_t *orders = saved_orders(d, &w.n_orders);
+    w.orders = orders;
     tks_entity_list(d->sim, TK_LEVEL_NONE, NULL, 0, UINT64_MAX, w_entity, &w);
     cnt->entities = w.n;
     w_puts(f, "],\"timers\":[");
@@ -408,6 +548,8 @@ static void write_doc(tkd *d, wr *f, snap_counts *cnt)
         w_real(f, i.remaining);
         w_puts(f, ",\"fired\":");
         w_u64(f, i.fired);
+        w_puts(f, ",\"order\":");
+        w_u64(f, rank_of(&w, i.order));
         w_puts(f, ",\"action\":");
         w_json(f, tkd_timer_action(d, h));
         w_putc(f, '}');
@@ -443,6 +585,7 @@ static void write_doc(tkd *d, wr *f, snap_counts *cnt)
         w_puts(f, "}}");
     }
     w_puts(f, "]}");
+    tk_free(orders);
 }
 
 json_t *tkd_snapshot_build(tkd *d)
@@ -472,6 +615,11 @@ typedef struct ent_in {
     tks_entity_restore r;
     fn_in fn;
     fn_in *comp_fn;
+    bool has_life_timer;  /* "life_timer" given: its timer as saved      */
+    bool life_has_order;
+    uint64_t life_handle, life_order;
+    double life_rate;
+    tk_timer_status life_status;
 } ent_in;
 
 typedef struct timer_in {
@@ -481,6 +629,9 @@ typedef struct timer_in {
     tk_timer_status status;
     uint64_t fired;
     const json_t *action; /* borrowed from the document, or NULL */
+    uint64_t order;       /* tie order as saved; has_order: given   */
+    bool has_order;
+    tks_id life;          /* a life span's timer: its entity, else 0 */
 } timer_in;
 
 typedef struct tickable_in {
@@ -498,6 +649,18 @@ typedef struct doc_in {
     uint64_t frame, next_id;
     double world_time, unpaused_time, real_time, dilation;
     bool paused;
+    /* Exact restores (write_exact); has_*: given. */
+    bool has_ns, has_ticked, has_serial;
+    uint64_t world_ns, unpaused_ns, real_ns;
+    bool timers_ticked;
+    uint64_t steps;
+    uint64_t timer_serial;
+    uint32_t *timer_free;      /* slots, in order                          */
+    size_t n_timer_free;
+    uint64_t *tickable_free;   /* ids, in order                            */
+    size_t n_tickable_free;
+    bool has_tickable_free;
+    uint64_t journal_id;       /* $.journal.id, 0: none                    */
     const char **levels;
     size_t n_levels;
     ent_in *ents;
@@ -507,6 +670,7 @@ typedef struct doc_in {
     timer_in *timers;
     size_t n_timers;
     uint32_t *timer_order;  /* indexes of timers, in slot order */
+    size_t n_life;          /* timers[n_timers ..]: life spans' timers */
     tickable_in *tickables;
     size_t n_tickables;
 } doc_in;
@@ -599,8 +763,57 @@ static int parse_fn(const json_t *o, const char *path, tkd_arena *a, tks_fn_rest
     return 0;
 }
 
-static const char *const ent_keys[] = {
-    "id", "class", "level", "time_dilation", "life_span", "props", "tick", "components", NULL};
+static const char *const ent_keys[] = {"id",    "class", "level",      "time_dilation",
+                                       "life_span", "life_timer", "props", "tick",
+                                       "components", NULL};
+
+/* "pending", "active" ("executing" reads as active) or "paused". */
+static int timer_status_of(const char *st, tk_timer_status *out)
+{
+    if (!strcmp(st, "pending"))
+        *out = TK_TIMER_PENDING;
+    else if (!strcmp(st, "active") || !strcmp(st, "executing"))
+        *out = TK_TIMER_ACTIVE;
+    else if (!strcmp(st, "paused"))
+        *out = TK_TIMER_PAUSED;
+    else
+        return -1;
+    return 0;
+}
+
+/* A handle a timer may have (slot below TK_TIMER_MAX, serial in range). */
+static bool timer_handle_ok(uint64_t h)
+{
+    return (h & TK_TIMER_MAX) != TK_TIMER_MAX && (h >> 24) != 0 && (h >> 24) <= TK_TIMER_SERIAL_MAX;
+}
+
+/* $.entities[i].life_timer: {"handle", "rate", "status"?, "order"?}. */
+static int parse_life_timer(const json_t *o, const char *path, ent_in *en, tkd_perr *e)
+{
+    char p[320];
+    snprintf(p, sizeof p, "%s.life_timer", path);
+    static const char *const lk[] = {"handle", "rate", "status", "order", NULL};
+    if (!json_is_object(o))
+        return tkd_perr_set(e, -32602, "%s: must be an object", p);
+    if (snap_keys(o, p, lk, e))
+        return -1;
+    if (en->r.life_remaining < 0)
+        return tkd_perr_set(e, -32602, "%s: given without a life_span", p);
+    NEED(tkd_p_u64(o, "handle", p, 1, UINT64_MAX, &en->life_handle, e), p, "handle");
+    if (!timer_handle_ok(en->life_handle))
+        return tkd_perr_set(e, -32602, "%s.handle: not a timer handle", p);
+    NEED(tkd_p_num(o, "rate", p, 0, 1e12, &en->life_rate, e), p, "rate");
+    const char *st = "active";
+    OPT(tkd_p_str(o, "status", p, &st, e));
+    if (timer_status_of(st, &en->life_status) != 0)
+        return tkd_perr_set(e, -32602, "%s.status: must be pending, active or paused", p);
+    int hc = tkd_p_u64(o, "order", p, 0, UINT64_MAX, &en->life_order, e);
+    if (hc < 0)
+        return -1;
+    en->life_has_order = hc > 0;
+    en->has_life_timer = true;
+    return 0;
+}
 
 static int parse_entity(const tks_sim *sim, const json_t *o, const char *path, tkd_arena *a,
                         ent_in *en, tkd_perr *e)
@@ -620,6 +833,10 @@ static int parse_entity(const tks_sim *sim, const json_t *o, const char *path, t
     json_t *life = json_object_get(o, "life_span");
     if (life && !json_is_null(life))
         OPT(tkd_p_num(o, "life_span", path, 0, 1e12, &r->life_remaining, e));
+    en->has_life_timer = false;
+    json_t *lt = json_object_get(o, "life_timer");
+    if (lt && parse_life_timer(lt, path, en, e) < 0)
+        return -1;
     json_t *props = NULL;
     OPT(tkd_p_obj(o, "props", path, &props, e));
     char p[400];
@@ -683,6 +900,13 @@ static int slot_cmp(const void *a, const void *b, void *ctx)
     uint64_t x = t[i].handle & TK_TIMER_MAX, y = t[j].handle & TK_TIMER_MAX;
     return x != y ? (x < y ? -1 : 1) : (i < j ? -1 : i > j);
 }
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 
 /* The entity `id` of the snapshot: O(log n) (sorted_ids and by_id are
  * parallel arrays in id order). */
@@ -862,16 +1086,102 @@ static void parse_env_of(tkd *d, parse_env *env)
  * doc's "entities") into `in`.  JSON of entities from `et` that must live
  * until the apply (spawn templates) is appended to `keep`.
  */
+/* $.world's members for an exact restore (write_exact); all optional. */
+static int parse_exact(const json_t *w, tkd_arena *a, doc_in *in, tkd_perr *e)
+{
+    const char *P = "$.world";
+    int h1 = tkd_p_u64(w, "world_time_ns", P, 0, INT64_MAX, &in->world_ns, e);
+    int h2 = tkd_p_u64(w, "unpaused_time_ns", P, 0, INT64_MAX, &in->unpaused_ns, e);
+    int h3 = tkd_p_u64(w, "real_time_ns", P, 0, INT64_MAX, &in->real_ns, e);
+    if (h1 < 0 || h2 < 0 || h3 < 0)
+        return -1;
+    if ((h1 || h2 || h3) && !(h1 && h2 && h3))
+        return tkd_perr_set(e, -32602,
+                            "%s: world_time_ns, unpaused_time_ns and real_time_ns come together", P);
+    in->has_ns = h1 > 0;
+    int ht = tkd_p_bool(w, "timers_ticked", P, &in->timers_ticked, e);
+    if (ht < 0)
+        return -1;
+    in->has_ticked = ht > 0;
+    OPT(tkd_p_u64(w, "steps", P, 0, UINT64_MAX / 2, &in->steps, e));
+    int hs = tkd_p_u64(w, "timer_serial", P, 0, TK_TIMER_SERIAL_MAX, &in->timer_serial, e);
+    if (hs < 0)
+        return -1;
+    in->has_serial = hs > 0;
+    json_t *tf = NULL;
+    OPT(tkd_p_arr(w, "timer_free", P, &tf, e));
+    size_t total = 0;
+    for (size_t pass = 0; pass < 2 && tf; pass++) {
+        if (pass == 1) {
+            in->timer_free = total ? tkd_arena_alloc(a, total * sizeof *in->timer_free) : NULL;
+            in->n_timer_free = 0;
+        }
+        for (size_t i = 0; i < json_array_size(tf); i++) {
+            json_t *run = json_array_get(tf, i);
+            json_t *f0 = json_array_get(run, 0), *c0 = json_array_get(run, 1);
+            if (!json_is_array(run) || json_array_size(run) != 2 || !json_is_integer(f0) ||
+                !json_is_integer(c0))
+                return tkd_perr_set(e, -32602, "%s.timer_free[%zu]: must be [first slot, count]",
+                                    P, i);
+            json_int_t first = json_integer_value(f0), cnt = json_integer_value(c0);
+            json_int_t n = cnt < 0 ? -cnt : cnt;
+            if (first < 0 || first >= TK_TIMER_MAX || n < 1 || n > TK_TIMER_MAX ||
+                (cnt > 0 && first + n > TK_TIMER_MAX) || (cnt < 0 && first - n + 1 < 0))
+                return tkd_perr_set(e, -32602, "%s.timer_free[%zu]: slots out of range", P, i);
+            if (pass == 0) {
+                total += (size_t)n;
+                if (total > TK_TIMER_MAX)
+                    return tkd_perr_set(e, -32602, "%s.timer_free: more than %u slots", P,
+                                        (unsigned)TK_TIMER_MAX);
+                continue;
+            }
+            for (json_int_t k = 0; k < n; k++)
+                in->timer_free[in->n_timer_free++] = (uint32_t)(cnt > 0 ? first + k : first - k);
+        }
+    }
+    json_t *kf = NULL;
+    OPT(tkd_p_arr(w, "tickable_free", P, &kf, e));
+    in->has_tickable_free = kf != NULL;
+    in->n_tickable_free = kf ? json_array_size(kf) : 0;
+    in->tickable_free =
+        in->n_tickable_free ? tkd_arena_alloc(a, in->n_tickable_free * sizeof *in->tickable_free)
+                            : NULL;
+    for (size_t i = 0; i < in->n_tickable_free; i++) {
+        json_t *v = json_array_get(kf, i);
+        json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
+        uint64_t gen = (uint64_t)id >> 32;
+        if (id <= 0 || gen == 0 || gen >= (1u << 21) || (uint32_t)id == 0xffffffffu)
+            return tkd_perr_set(e, -32602, "%s.tickable_free[%zu]: not a tickable id", P, i);
+        in->tickable_free[i] = (uint64_t)id;
+    }
+    return 0;
+}
+
 static int parse_doc(const parse_env *env, const json_t *doc, const ent_text *et, json_t *keep,
                      tkd_arena *a, doc_in *in, tkd_perr *e)
 {
     memset(in, 0, sizeof *in);
     if (!json_is_object(doc))
         return tkd_perr_set(e, -32602, "$: must be an object");
-    static const char *const top[] = {"format",   "version", "saved_at",  "world", "levels",
-                                      "entities", "timers",  "tickables", NULL};
+    static const char *const top[] = {"format",   "version", "saved_at",  "journal", "world",
+                                      "levels",   "entities", "timers",   "tickables", NULL};
     if (snap_keys(doc, "$", top, e))
         return -1;
+    json_t *jn = json_object_get(doc, "journal");
+    if (jn) {
+        static const char *const jk[] = {"id", NULL};
+        const char *jid = NULL;
+        if (!json_is_object(jn))
+            return tkd_perr_set(e, -32602, "$.journal: must be an object");
+        if (snap_keys(jn, "$.journal", jk, e))
+            return -1;
+        NEED(tkd_p_str(jn, "id", "$.journal", &jid, e), "$.journal", "id");
+        char *end;
+        errno = 0;
+        in->journal_id = strtoull(jid, &end, 16);
+        if (strlen(jid) != 16 || *end || errno || in->journal_id == 0)
+            return tkd_perr_set(e, -32602, "$.journal.id: must be 16 hex digits, not all 0");
+    }
     const char *fmt = NULL;
     OPT(tkd_p_str(doc, "format", "$", &fmt, e));
     if (fmt && strcmp(fmt, "tickd-snapshot") != 0)
@@ -888,9 +1198,15 @@ static int parse_doc(const parse_env *env, const json_t *doc, const ent_text *et
     OPT(tkd_p_obj(doc, "world", "$", &w, e));
     if (!w)
         return tkd_perr_set(e, -32602, "$.world: required");
-    static const char *const wk[] = {"frame",         "world_time", "unpaused_time", "real_time",
-                                     "time_dilation", "paused",     "next_id",       NULL};
+    static const char *const wk[] = {"frame",         "world_time",       "unpaused_time",
+                                     "real_time",     "time_dilation",    "paused",
+                                     "next_id",       "world_time_ns",    "unpaused_time_ns",
+                                     "real_time_ns",  "timers_ticked",    "steps",
+                                     "timer_serial",  "timer_free",       "tickable_free",
+                                     NULL};
     if (snap_keys(w, "$.world", wk, e))
+        return -1;
+    if (parse_exact(w, a, in, e) < 0)
         return -1;
     in->dilation = 1.0;
     OPT(tkd_p_u64(w, "frame", "$.world", 0, UINT64_MAX / 2, &in->frame, e));
@@ -1005,8 +1321,8 @@ static int parse_doc(const parse_env *env, const json_t *doc, const ent_text *et
         char p[64];
         snprintf(p, sizeof p, "$.timers[%zu]", i);
         json_t *t = json_array_get(timers, i);
-        static const char *const tk[] = {"handle",    "rate",  "loop",   "status",
-                                         "remaining", "fired", "action", NULL};
+        static const char *const tk[] = {"handle", "rate",  "loop",   "status", "remaining",
+                                         "fired",  "order", "action", NULL};
         if (!json_is_object(t))
             return tkd_perr_set(e, -32602, "%s: must be an object", p);
         if (snap_keys(t, p, tk, e))
@@ -1026,14 +1342,12 @@ static int parse_doc(const parse_env *env, const json_t *doc, const ent_text *et
                                 p, TKD_TIMER_MIN_RATE);
         const char *status = "active";
         OPT(tkd_p_str(t, "status", p, &status, e));
-        if (!strcmp(status, "pending"))
-            ti->status = TK_TIMER_PENDING;
-        else if (!strcmp(status, "active") || !strcmp(status, "executing"))
-            ti->status = TK_TIMER_ACTIVE;
-        else if (!strcmp(status, "paused"))
-            ti->status = TK_TIMER_PAUSED;
-        else
+        if (timer_status_of(status, &ti->status) != 0)
             return tkd_perr_set(e, -32602, "%s.status: must be pending, active or paused", p);
+        int ho = tkd_p_u64(t, "order", p, 0, UINT64_MAX, &ti->order, e);
+        if (ho < 0)
+            return -1;
+        ti->has_order = ho > 0;
         NEED(tkd_p_num(t, "remaining", p, -1e12, 1e12, &ti->remaining, e), p, "remaining");
         OPT(tkd_p_u64(t, "fired", p, 0, UINT64_MAX, &ti->fired, e));
         json_t *act = json_object_get(t, "action");
@@ -1044,20 +1358,68 @@ static int parse_doc(const parse_env *env, const json_t *doc, const ent_text *et
             ti->action = act;
         }
     }
-    /* Restored in slot order (as saved); a slot may appear once. */
-    in->timer_order =
-        in->n_timers ? tkd_arena_alloc(a, in->n_timers * sizeof *in->timer_order) : NULL;
-    for (size_t i = 0; i < in->n_timers; i++)
+    /* Life spans' timers join the protocol timers: all are restored in
+     * slot order (as saved) before the entities; a slot may appear once. */
+    size_t n_life = 0;
+    for (size_t i = 0; i < in->n_ents; i++)
+        n_life += in->ents[i].has_life_timer;
+    if (n_life) {
+        timer_in *all = tkd_arena_alloc(a, (in->n_timers + n_life) * sizeof *all);
+        if (in->n_timers)
+            memcpy(all, in->timers, in->n_timers * sizeof *all);
+        size_t k = in->n_timers;
+        for (size_t i = 0; i < in->n_ents; i++) {
+            const ent_in *en = &in->ents[i];
+            if (!en->has_life_timer)
+                continue;
+            all[k] = (timer_in){.handle = en->life_handle,
+                                .rate = en->life_rate,
+                                .remaining = en->r.life_remaining,
+                                .status = en->life_status,
+                                .order = en->life_order,
+                                .has_order = en->life_has_order,
+                                .life = en->r.id};
+            in->ents[i].r.life_handle = en->life_handle;
+            k++;
+        }
+        in->timers = all;
+    }
+    in->n_life = n_life;
+    size_t nt = in->n_timers + n_life;
+    in->timer_order = nt ? tkd_arena_alloc(a, nt * sizeof *in->timer_order) : NULL;
+    for (size_t i = 0; i < nt; i++)
         in->timer_order[i] = (uint32_t)i;
-    if (in->n_timers > 1)
-        qsort_r(in->timer_order, in->n_timers, sizeof *in->timer_order, slot_cmp, in->timers);
-    for (size_t k = 1; k < in->n_timers; k++) {
+    if (nt > 1)
+        qsort_r(in->timer_order, nt, sizeof *in->timer_order, slot_cmp, in->timers);
+    for (size_t k = 1; k < nt; k++) {
         const timer_in *x = &in->timers[in->timer_order[k - 1]];
         const timer_in *y = &in->timers[in->timer_order[k]];
-        if ((x->handle & TK_TIMER_MAX) == (y->handle & TK_TIMER_MAX))
+        if ((x->handle & TK_TIMER_MAX) != (y->handle & TK_TIMER_MAX))
+            continue;
+        if (y->life)
             return tkd_perr_set(e, -32602,
-                                "$.timers[%u].handle: the slot of handle %llu is used twice",
-                                in->timer_order[k], (unsigned long long)y->handle);
+                                "$.entities: entity %llu's life_timer.handle: the slot of handle "
+                                "%llu is used twice",
+                                (unsigned long long)y->life, (unsigned long long)y->handle);
+        return tkd_perr_set(e, -32602,
+                            "$.timers[%u].handle: the slot of handle %llu is used twice",
+                            in->timer_order[k], (unsigned long long)y->handle);
+    }
+    /* Free slots: not a saved timer's, each once (both lists sorted). */
+    if (in->n_timer_free) {
+        uint32_t *fs = tkd_arena_alloc(a, in->n_timer_free * sizeof *fs);
+        memcpy(fs, in->timer_free, in->n_timer_free * sizeof *fs);
+        qsort(fs, in->n_timer_free, sizeof *fs, u32_cmp);
+        size_t j = 0;
+        for (size_t k = 0; k < in->n_timer_free; k++) {
+            if (k && fs[k] == fs[k - 1])
+                return tkd_perr_set(e, -32602, "$.world.timer_free: slot %u is listed twice", fs[k]);
+            while (j < nt && (in->timers[in->timer_order[j]].handle & TK_TIMER_MAX) < fs[k])
+                j++;
+            if (j < nt && (in->timers[in->timer_order[j]].handle & TK_TIMER_MAX) == fs[k])
+                return tkd_perr_set(e, -32602,
+                                    "$.world.timer_free: slot %u holds a saved timer", fs[k]);
+        }
     }
     /* tickables */
     json_t *tks = NULL;
@@ -1125,6 +1487,22 @@ static int parse_doc(const parse_env *env, const json_t *doc, const ent_text *et
                                     "$.tickables[%u].id: the slot of id %llu is used twice", ord[k],
                                     (unsigned long long)in->tickables[ord[k]].id);
     }
+    /* Free tickable slots: none a saved tickable's, each once. */
+    if (in->n_tickable_free) {
+        size_t m = in->n_tickable_free + in->n_tickables;
+        uint64_t *sl = tkd_arena_alloc(a, m * sizeof *sl);
+        for (size_t i = 0; i < in->n_tickable_free; i++)
+            sl[i] = (uint32_t)in->tickable_free[i];
+        for (size_t i = 0; i < in->n_tickables; i++)
+            sl[in->n_tickable_free + i] = (uint32_t)in->tickables[i].id;
+        qsort(sl, m, sizeof *sl, u64_cmp);
+        for (size_t k = 1; k < m; k++)
+            if (sl[k] == sl[k - 1])
+                return tkd_perr_set(e, -32602,
+                                    "$.world.tickable_free: slot %llu is listed twice or holds a "
+                                    "saved tickable",
+                                    (unsigned long long)sl[k]);
+    }
     return 0;
 }
 
@@ -1170,19 +1548,76 @@ static tk_tick_id fn_tick(const tks_sim *sim, tks_id id, int comp)
     return e ? tks_entity_tick(e, comp) : TK_TICK_NONE;
 }
 
+/* Timers by their saved tie order, then by position. */
+static int order_cmp(const void *a, const void *b, void *ctx)
+{
+    const timer_in *t = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    uint64_t x = t[i].order, y = t[j].order;
+    return x != y ? (x < y ? -1 : 1) : (i < j ? -1 : i > j);
+}
+
+/* After everything is back: the allocation state, the tie order of equal
+ * expiries and the timer manager's last frame, as saved (write_exact). */
+static int apply_exact(tk_world_t *w, const doc_in *in, char *err, size_t errlen)
+{
+    if ((in->has_serial || in->n_timer_free) &&
+        tk_timer_restore_alloc(w, in->has_serial ? in->timer_serial : tk_timer_serial(w),
+                               in->timer_free, in->n_timer_free) != 0) {
+        snprintf(err, errlen, "$.world.timer_free: %s", tk_world_last_error(w));
+        return -32603;
+    }
+    size_t nt = in->n_timers + in->n_life;
+    bool ordered = nt > 1;
+    for (size_t i = 0; i < nt && ordered; i++)
+        ordered = in->timers[i].has_order;
+    if (ordered) {
+        uint32_t *ix = tk_malloc(nt * sizeof *ix);
+        tk_timer_handle *h = tk_malloc(nt * sizeof *h);
+        for (size_t i = 0; i < nt; i++)
+            ix[i] = (uint32_t)i;
+        qsort_r(ix, nt, sizeof *ix, order_cmp, in->timers);
+        for (size_t i = 0; i < nt; i++)
+            h[i] = in->timers[ix[i]].handle;
+        int rc = tk_timer_restore_order(w, h, nt);
+        tk_free(ix);
+        tk_free(h);
+        if (rc != 0) {
+            snprintf(err, errlen, "$.timers: %s", tk_world_last_error(w));
+            return -32603;
+        }
+    }
+    if (in->has_ticked)
+        tk_timer_restore_ticked(w, in->timers_ticked);
+    if (in->has_tickable_free &&
+        tk_tickable_restore_free(w, in->tickable_free, in->n_tickable_free) != 0) {
+        snprintf(err, errlen, "$.world.tickable_free: %s", tk_world_last_error(w));
+        return -32603;
+    }
+    return 0;
+}
+
 /* Restore a checked document into `sim`, whose world has no entity, timer,
  * tickable or level but the persistent one: the daemon's (after clear_world,
  * frame thread) or one built aside (tks_new_aside, the loading thread). */
 static int apply(tkd *d, tks_sim *sim, const doc_in *in, char *err, size_t errlen)
 {
     tk_world_t *w = tks_world(sim);
-    if (tk_world_restore_time(w, in->frame, in->world_time, in->unpaused_time,
-                              in->real_time) != 0) {
+    int trc = in->has_ns ? tk_world_restore_time_ns(w, in->frame, in->world_ns, in->unpaused_ns,
+                                                    in->real_ns)
+                         : tk_world_restore_time(w, in->frame, in->world_time, in->unpaused_time,
+                                                 in->real_time);
+    if (trc != 0) {
         snprintf(err, errlen, "cannot restore the clocks: %s", tk_world_last_error(w));
         return -32603;
     }
     tk_world_set_time_dilation(w, in->dilation > 0 ? in->dilation : 1.0, NULL);
     tk_world_set_paused(w, in->paused);
+    /* Steps owed to a paused world come back with it (a world.load on the
+     * socket keeps those the engine owes instead: tkd_snapshot_load_finish). */
+    tk_world_step_stop(w);
+    if (in->paused && in->steps)
+        tk_world_step(w, in->steps);
     char serr[TKS_ERR_MAX];
     for (size_t i = 0; i < in->n_levels; i++) {
         if (strcmp(in->levels[i], "persistent") != 0 && tks_level_add(sim, in->levels[i], serr)) {
@@ -1190,11 +1625,14 @@ static int apply(tkd *d, tks_sim *sim, const doc_in *in, char *err, size_t errle
             return -32603;
         }
     }
-    for (size_t k = 0; k < in->n_timers; k++) {
+    for (size_t k = 0; k < in->n_timers + in->n_life; k++) {
         uint32_t i = in->timer_order[k];
         const timer_in *t = &in->timers[i];
-        if (tkd_timer_restore(d, w, t->handle, t->rate, t->loop, t->status, t->remaining,
-                              t->fired, t->action) != 0) {
+        int rc = t->life ? tks_restore_life_timer(sim, t->life, t->handle, t->rate, t->status,
+                                                  t->remaining)
+                         : tkd_timer_restore(d, w, t->handle, t->rate, t->loop, t->status,
+                                             t->remaining, t->fired, t->action);
+        if (rc != 0) {
             snprintf(err, errlen, "$.timers[%u]: %s", i, tk_world_last_error(w));
             return -32603;
         }
@@ -1228,7 +1666,7 @@ static int apply(tkd *d, tks_sim *sim, const doc_in *in, char *err, size_t errle
         }
     }
     tks_set_next_id(sim, in->next_id);
-    return 0;
+    return apply_exact(w, in, err, errlen);
 }
 
 /* Check, then apply (see tkd_snapshot_apply); et as for parse_doc. */
@@ -1441,6 +1879,16 @@ static const char *snap_dir(const tkd *d, char *buf, size_t n)
     return dirname(buf);
 }
 
+int tkd_snapshot_dir(const tkd *d, char *out, size_t outlen)
+{
+    char buf[PATH_MAX], real[PATH_MAX];
+    const char *dir = snap_dir(d, buf, sizeof buf);
+    if (!realpath(dir, real))
+        return -1;
+    snprintf(out, outlen, "%s", real);
+    return 0;
+}
+
 static bool under(const char *p, const char *dir)
 {
     size_t n = strlen(dir);
@@ -1550,6 +1998,8 @@ static int create_temp(const char *path, char *tmp, size_t tmplen)
 static int write_file(tkd *d, const char *path, uint64_t *bytes, snap_counts *cnt, char *err,
                       size_t errlen)
 {
+    /* The journal's base carries its journal's id (tkd_rec_save_begin). */
+    uint64_t jid = d->snap_journal_id;
     char tmp[PATH_MAX + 32];
     int fd = create_temp(path, tmp, sizeof tmp);
     if (fd < 0) {
@@ -1575,20 +2025,36 @@ static int write_file(tkd *d, const char *path, uint64_t *bytes, snap_counts *cn
         return -32603;
     }
     uint64_t len = w.total;
+    /* A new base goes into place only once its journal's header is durable
+     * (journal.h, the rewrite): a crash then leaves a pair that goes
+     * together. */
+    if (jid && tkd_rec_save_await(d, jid, err, errlen) != 0) {
+        unlink(tmp);
+        return -32603;
+    }
     if (rename(tmp, path) < 0) {
         snprintf(err, errlen, "path: cannot rename %s to %s: %s", tmp, path, strerror(errno));
         unlink(tmp);
         return -32603;
     }
-    char dirbuf[PATH_MAX];
-    snprintf(dirbuf, sizeof dirbuf, "%s", path);
-    int dfd = open(dirname(dirbuf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    tkd_fsync_dir(path);
     *bytes = len;
     return 0;
+}
+
+/* An in-process save; a save of the journal's base starts a new journal. */
+static int write_file_journaled(tkd *d, const char *path, uint64_t *bytes, snap_counts *cnt,
+                                char *err, size_t errlen)
+{
+    int jr = tkd_rec_save_begin(d, path, err, errlen);
+    if (jr < 0)
+        return -32603;
+    uint64_t jid = jr ? d->snap_journal_id : 0;
+    int rc = write_file(d, path, bytes, cnt, err, errlen);
+    if (jr)
+        d->snap_journal_id = 0;
+    tkd_rec_save_end(d, jid, rc == 0);
+    return rc;
 }
 
 int tkd_snapshot_save(tkd *d, const char *param, json_t **info, char *err, size_t errlen)
@@ -1599,7 +2065,7 @@ int tkd_snapshot_save(tkd *d, const char *param, json_t **info, char *err, size_
         return rc;
     uint64_t bytes = 0;
     snap_counts cnt;
-    rc = write_file(d, path, &bytes, &cnt, err, errlen);
+    rc = write_file_journaled(d, path, &bytes, &cnt, err, errlen);
     if (rc == 0 && info)
         *info = info_json(path, bytes, &cnt);
     return rc;
@@ -1770,6 +2236,50 @@ int tkd_snapshot_load(tkd *d, const char *param, json_t **info, char *err, size_
         rc = load_apply(d, &L, info, err, errlen);
     loaded_free(&L);
     return rc;
+}
+
+int tkd_snapshot_load_file(tkd *d, const char *path, json_t **info, uint64_t *journal_id,
+                           char *err, size_t errlen)
+{
+    loaded L;
+    memset(&L, 0, sizeof L);
+    snprintf(L.path, sizeof L.path, "%s", path);
+    parse_env env;
+    parse_env_of(d, &env);
+    int rc = load_read(&env, &L, err, errlen);
+    if (!rc)
+        rc = load_apply(d, &L, info, err, errlen);
+    if (!rc && journal_id)
+        *journal_id = L.in.journal_id;
+    loaded_free(&L);
+    return rc;
+}
+
+uint64_t tkd_snapshot_peek_journal_id(const char *path, bool *exists)
+{
+    *exists = false;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    char buf[4096];
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
+    close(fd);
+    if (n < 0)
+        return 0;
+    *exists = true;
+    buf[n] = '\0';
+    /* The writer puts it right after "saved_at" (write_doc). */
+    static const char key[] = "\"journal\":{\"id\":\"";
+    const char *p = strstr(buf, key);
+    if (!p || strlen(p + sizeof key - 1) < 17 || p[sizeof key - 1 + 16] != '"')
+        return 0;
+    char hex[17];
+    memcpy(hex, p + sizeof key - 1, 16);
+    hex[16] = '\0';
+    char *end;
+    uint64_t id = strtoull(hex, &end, 16);
+    return *end ? 0 : id;
 }
 
 /* ---- loading aside ----------------------------------------------------------------------
@@ -2046,6 +2556,7 @@ void tkd_snapshot_remove_stale(tkd *d)
 typedef struct bg_req {
     struct bg_req *next;
     tkd_call *call;           /* to answer, or NULL                      */
+    uint64_t jid;             /* the new journal's id (a save of its base) */
     char why[24];             /* for logs: world.save, autosave          */
     char path[PATH_MAX];      /* resolved                                */
     bool holds;               /* call holds its client until the start   */
@@ -2140,6 +2651,7 @@ static void bg_child(tkd *d, const char *path, int wfd, pid_t parent, bool hot)
 /* Answer and log one finished save. */
 static void bg_complete(tkd *d, const bg_req *q, int rc, const char *msg, json_t *info)
 {
+    tkd_rec_save_end(d, q->jid, rc == 0);
     if (rc) {
         tk_log_error("snapshot (%s): %s", q->why, msg);
         if (q->call)
@@ -2174,6 +2686,21 @@ static void bg_start(tkd *d, const bg_req *q)
         bg_complete(d, q, -32603, msg, NULL);
         return;
     }
+    /* A save of the journal's base starts a new journal (before the fork:
+     * the records after it go to both). */
+    char jerr[TKD_ERR_MAX];
+    int jr = tkd_rec_save_begin(d, q->path, jerr, sizeof jerr);
+    if (jr < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        char msg[TKD_ERR_MAX + 64];
+        snprintf(msg, sizeof msg, "path: cannot save %.200s: %.300s", q->path, jerr);
+        bg_complete(d, q, -32603, msg, NULL);
+        return;
+    }
+    bg_req qj = *q;
+    qj.jid = jr ? d->snap_journal_id : 0;
+    q = &qj;
     pid_t parent = getpid();
     uint64_t t0 = tk_clock_now_ns();
     /* Class states: copied aside and left out of the child (hotmem.h). */
@@ -2189,6 +2716,8 @@ static void bg_start(tkd *d, const bg_req *q)
     }
     uint64_t t1 = tk_clock_now_ns();
     pid_t pid = fork();
+    if (pid != 0)
+        d->snap_journal_id = 0; /* the child writes it, the parent no more */
     if (hot && pid != 0)
         tkd_hotmem_after_fork(b->hot);
     if (pid < 0) {
@@ -2417,7 +2946,7 @@ void tkd_snapshot_finish(tkd *d)
             uint64_t bytes = 0;
             snap_counts cnt;
             char err[TKD_ERR_MAX];
-            int rc = write_file(d, q->path, &bytes, &cnt, err, sizeof err);
+            int rc = write_file_journaled(d, q->path, &bytes, &cnt, err, sizeof err);
             bg_complete(d, q, rc, err, rc ? NULL : info_json(q->path, bytes, &cnt));
             tk_free(q);
         }

@@ -4,19 +4,38 @@
  *
  * Document (version 1):
  *   {"format": "tickd-snapshot", "version": 1, "saved_at": "<UTC time>",
+ *    "journal": {"id"},                     (a journal's base: journal.h)
  *    "world": {"frame", "world_time", "unpaused_time", "real_time",
- *              "time_dilation", "paused", "next_id"},
+ *              "time_dilation", "paused", "next_id", <exact>},
  *    "levels": ["persistent", ...],                  (creation order)
  *    "entities": [{"id", "class", "level", "time_dilation", "life_span",
+ *                  "life_timer": {"handle", "rate", "status", "order"},
  *                  "props", "tick": <fn>, "components": [{"class", "props",
  *                  "tick": <fn>}]}],
  *    "timers": [{"handle", "rate", "loop", "status", "remaining", "fired",
- *                "action"}],                          (protocol timers)
+ *                "order", "action"}],                 (protocol timers)
  *    "tickables": [{"id", "class", "tick_type", "enabled", "when_paused",
  *                   "ticks", "last_frame", "accum_dt", "props"}]}
  *   <fn> = tick spec fields + {"ticks", "last_frame", "last_dt", "accum_dt",
  *          "cooldown", "since_last_tick", "prerequisites": [{"id",
  *          "component"}]}
+ *   <exact> = "world_time_ns", "unpaused_time_ns", "real_time_ns" (the
+ *          clocks exactly), "timers_ticked" (the timer manager ticked in the
+ *          last frame: a timer set before the next is active at once),
+ *          "steps" (owed to a paused world), "timer_serial", "timer_free"
+ *          (free slots in the order new timers take them, as runs [first,
+ *          n] upwards or [first, -n] downwards), "tickable_free" (the ids
+ *          new tickables get from freed slots, in order)
+ *
+ * Everything after <fn>'s counters is what makes a restore exact: the
+ * restored world goes on as the saved one would have (the same handles and
+ * ids for new timers and tickables, equal expiries in the same order:
+ * "order" is a timer's rank among the saved timers, life spans included),
+ * and world.hash is the same before the save and after the load.  "frame"
+ * is the frames completed (one more than the counter when a save starts
+ * after a frame's world tick, in the core ticker).  Files without these
+ * members (older tickd) load as before, restored in slot order.  Plugin
+ * timers (tkp_api timer_set) are not saved.
  *
  * A prop that the simulation drove to a non-finite value is written as the
  * string "inf", "-inf" or "nan" (as entity.get shows it) and read back as
@@ -58,6 +77,9 @@ json_t *tkd_snapshot_build(tkd *d);
  * err naming the parameter and the reason. */
 int tkd_snapshot_resolve(const tkd *d, const char *param, char *out, size_t outlen, char *err,
                          size_t errlen);
+
+/* The snapshot directory, resolved (realpath) into out: 0, or -1. */
+int tkd_snapshot_dir(const tkd *d, char *out, size_t outlen);
 
 /* At start: remove the temporary files ("FILE.tmp.PID[.N]", regular files
  * or links) in the snapshot directory left by processes that no longer run
@@ -102,6 +124,15 @@ int tkd_snapshot_save(tkd *d, const char *path, json_t **info, char *err, size_t
 /* Load `path` (as for save; -32001 if missing).  Same *info.  In-process:
  * reads, checks and applies on the calling (frame) thread. */
 int tkd_snapshot_load(tkd *d, const char *path, json_t **info, char *err, size_t errlen);
+
+/* The same for a file the operator named (the journal's base: a resolved
+ * path, not confined to [snapshot] dir); *journal_id (may be NULL) gets
+ * its "journal" id, 0 if none. */
+int tkd_snapshot_load_file(tkd *d, const char *path, json_t **info, uint64_t *journal_id,
+                           char *err, size_t errlen);
+/* The "journal" id of the snapshot at `path`, read from its first bytes
+ * without loading it (0: none); *exists: the file is there. */
+uint64_t tkd_snapshot_peek_journal_id(const char *path, bool *exists);
 
 /*
  * A load read aside (world.load on the socket): tkd_snapshot_load_start

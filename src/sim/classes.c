@@ -9,7 +9,8 @@
  *   mover     x, y, z += v * dt each tick (batch form: a loop over the
  *             run's states); thread-safe: it writes its own state only
  *   spawner   every `every`-th tick spawns `spawn` (or a copy of itself)
- *             until it spawned `max_total` times
+ *             until it spawned `max_total` times (its progress, `ticks`
+ *             and `spawned`, are props too)
  *   follower  prerequisite on its target's actor tick (an attached child);
  *             copies the target's position each tick (batch form)
  *   burner    busy-works `work_us` microseconds each tick (load tests)
@@ -100,10 +101,15 @@ typedef struct spawner {
     uint64_t failures;     /* spawns refused (limits)     */
 } spawner;
 
+/* Its progress (ticks, spawned) is state like its settings: props, so that
+ * entity.get shows it and a snapshot keeps it (a restored spawner goes on
+ * where it was instead of starting over). */
 static const tkp_prop spawner_props[] = {
     {"spawn", TKP_PROP_SPAWN, offsetof(spawner, spawn), 0, 0, 0, true},
     {"every", TKP_PROP_COUNT, offsetof(spawner, every), 1, 1, 1e15, false},
     {"max_total", TKP_PROP_COUNT, offsetof(spawner, max_total), 1, 0, 1e15, false},
+    {"ticks", TKP_PROP_COUNT, offsetof(spawner, ticks), 0, 0, 9e15, false},
+    {"spawned", TKP_PROP_COUNT, offsetof(spawner, spawned), 0, 0, 9e15, false},
 };
 
 static void spawner_tick(tkp_obj *o, float dt, const tkp_ctx *c)
@@ -114,7 +120,14 @@ static void spawner_tick(tkp_obj *o, float dt, const tkp_ctx *c)
     if (sp->ticks % sp->every != 0 || sp->spawned >= sp->max_total)
         return;
     char err[256];
-    if (c->api->spawn(c, o, &sp->spawn, err, sizeof err) == 0) {
+    /* "self" copies the props as they are: the copy starts its own count. */
+    uint64_t ticks = sp->ticks, spawned = sp->spawned;
+    if (sp->spawn.self)
+        sp->ticks = sp->spawned = 0;
+    int rc = c->api->spawn(c, o, &sp->spawn, err, sizeof err);
+    sp->ticks = ticks;
+    sp->spawned = spawned;
+    if (rc == 0) {
         sp->spawned++;
         return;
     }

@@ -50,6 +50,13 @@ double tks_entity_life_remaining(const tks_sim *s, const tks_entity *e)
     return ti.remaining;
 }
 
+tk_timer_handle tks_entity_life_timer(const tks_sim *s, const tks_entity *e)
+{
+    (void)s;
+    const tks_extra *x = extra_of(e);
+    return x ? x->life : TK_TIMER_NONE;
+}
+
 tk_tick_id tks_entity_tick(const tks_entity *e, int comp)
 {
     const tks_sim *s = tks_row_sim(&e->obj);

@@ -94,7 +94,7 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
         return tks__errf(err, TK_EINVAL, "class: unknown class '%s'", r->cls ? r->cls : "");
     if (tks__entity(s, r->id))
         return tks__errf(err, TK_EEXIST, "id: entity %llu exists", (unsigned long long)r->id);
-    if (r->life_remaining >= 0 && tks__timers_live(s) >= TK_TIMER_MAX)
+    if (r->life_remaining >= 0 && !r->life_handle && tks__timers_live(s) >= TK_TIMER_MAX)
         return tks__errf(err, TK_ELIMIT, "life_span: the timer limit (%u) is reached",
                          (unsigned)TK_TIMER_MAX);
     tk_level_id level = TK_LEVEL_PERSISTENT;
@@ -117,7 +117,8 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
     s->live++;
     (*tks__level_count(s, level))++;
     tks_extra *x = NULL;
-    if (r->n_components || dil != 1.0f || r->life_remaining >= 0 || !r->fn.spec.on_dedicated_server)
+    if (r->n_components || dil != 1.0f || r->life_remaining >= 0 || r->life_handle ||
+        !r->fn.spec.on_dedicated_server)
         x = tks__extra_new(s, e, r->n_components);
     if (x)
         x->dilation = dil;
@@ -131,7 +132,9 @@ int tks_restore_entity(tks_sim *s, const tks_entity_restore *r, char err[TKS_ERR
     restore_fn(s, e, &r->fn, dil, x ? &x->kept : NULL);
     for (size_t i = 0; i < r->n_components; i++)
         restore_fn(s, x->comps[i].o, &r->components[i].fn, dil, &x->comps[i].kept);
-    if (r->life_remaining >= 0)
+    if (r->life_handle && tk_timer_exists(s->w, r->life_handle))
+        x->life = r->life_handle; /* restored already (tks_restore_life_timer) */
+    else if (r->life_remaining >= 0)
         x->life = tks__life_timer(s, r->id, r->life_remaining);
     return 0;
 }

@@ -295,6 +295,8 @@ tk_level_id tks_entity_level(const tks_entity *e);
 float tks_entity_dilation(const tks_entity *e);
 /* Remaining life span in s, or a negative value if it has none. */
 double tks_entity_life_remaining(const tks_sim *s, const tks_entity *e);
+/* The timer of its life span (owner: the entity), TK_TIMER_NONE if none. */
+tk_timer_handle tks_entity_life_timer(const tks_sim *s, const tks_entity *e);
 size_t tks_entity_component_count(const tks_entity *e);
 const tks_class *tks_entity_component_class(const tks_entity *e, size_t i);
 /* Tick function of the actor (comp < 0) or of component `comp`; TK_TICK_NONE
@@ -360,6 +362,8 @@ typedef struct tks_entity_restore {
     const char *level;         /* NULL: persistent                           */
     double dilation;           /* >= 0                                        */
     double life_remaining;     /* s; < 0: no life span                        */
+    tk_timer_handle life_handle; /* its timer, restored already (tks_restore_life_timer),
+                                  or 0: a new one for life_remaining          */
     tks_prop_kv *props;
     size_t n_props;
     tks_fn_restore fn;         /* the actor's tick function                   */
@@ -398,6 +402,16 @@ void tks_clear(tks_sim *s);
  * Between frames.  Then call tks_restore_done once all are back.
  */
 int tks_restore_entity(tks_sim *s, const tks_entity_restore *e, char err[TKS_ERR_MAX]);
+/*
+ * A life span's timer under its saved handle, before its entity is restored
+ * (with life_handle = h): restore every saved timer first, in slot order
+ * (out of slot order a restore walks the free slots).  `rate` is the span
+ * it was set with, `status` active or paused.  0, or a TK_E* code (the
+ * handle's slot is taken, or not a handle).
+ */
+int tks_restore_life_timer(tks_sim *s, tks_id id, tk_timer_handle h, double rate,
+                           tk_timer_status status, double remaining);
+
 /* Let classes relink (followers to their targets) after a restore. */
 void tks_restore_done(tks_sim *s);
 

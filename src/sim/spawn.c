@@ -100,6 +100,19 @@ tk_timer_handle tks__life_timer(tks_sim *s, tks_id id, double span)
     return h;
 }
 
+int tks_restore_life_timer(tks_sim *s, tks_id id, tk_timer_handle h, double rate,
+                           tk_timer_status status, double remaining)
+{
+    tk_timer_desc td = {0};
+    td.rate = tk_s_to_ns(rate) < 1 ? 1e-9 : rate;
+    td.fn = life_expired;
+    td.ud = (void *)(uintptr_t)id;
+    td.owner = id;
+    if (status != TK_TIMER_PAUSED && status != TK_TIMER_PENDING)
+        status = TK_TIMER_ACTIVE;
+    return tk_timer_restore(s->w, &td, h, status, remaining, 0);
+}
+
 /* ---- spawning ----------------------------------------------------------------------- */
 
 int tks_spawn_check(tks_sim *s, const tks_spawn_req *r, char err[TKS_ERR_MAX])

@@ -131,6 +131,10 @@ START_TEST(config_defaults)
     ck_assert(!c.save_on_exit);
     ck_assert(!c.load_on_start);
     ck_assert_double_eq(c.autosave_s, 0);
+    ck_assert(!c.journal_path || !c.journal_path[0]);
+    ck_assert_int_eq(c.journal_fsync, TKD_FSYNC_EVERYSEC);
+    ck_assert_uint_eq(c.journal_hash_every, 600);
+    ck_assert_uint_eq(c.journal_rewrite_bytes, (size_t)64 << 20);
     ck_assert_uint_eq(c.plugins.count, 0);
     ck_assert_int_eq(c.log_level, TK_LOG_INFO);
     ck_assert_ptr_null(c.path);
@@ -179,7 +183,7 @@ START_TEST(config_table)
 {
     size_t n;
     const tkd_config_key *keys = tkd_config_keys(&n);
-    ck_assert_uint_eq(n, 47);
+    ck_assert_uint_eq(n, 51);
     static const char *const reloadable[] = {
         "engine.tick_rate",    "engine.max_dt",       "engine.pacing",       "engine.threads",
         "engine.split_min_us",       "world.time_dilation",
@@ -190,7 +194,8 @@ START_TEST(config_table)
         "stats.slow_tick_ms",  "snapshot.autosave_s", "log.level",
         "metrics.healthz_min_tps", "metrics.healthz_stall_s", "metrics.max_connections",
         "world.max_tick_functions", "world.max_template_bytes", "agones.health_period_s",
-        "agones.metadata_s", "agones.timeout_s", "agones.retry_max_s"};
+        "agones.metadata_s", "agones.timeout_s", "agones.retry_max_s", "journal.fsync",
+        "journal.hash_every", "journal.rewrite_mb"};
     for (size_t i = 0; i < n; i++) {
         const tkd_config_key *k = &keys[i];
         char full[64];

@@ -42,6 +42,7 @@ int tkd_fuzz_request(const uint8_t *data, size_t size);
 int tkd_fuzz_config(const uint8_t *data, size_t size);
 int tkd_fuzz_snapshot(const uint8_t *data, size_t size);
 int tkd_fuzz_agones(const uint8_t *data, size_t size);
+int tkd_fuzz_journal(const uint8_t *data, size_t size);
 
 /* Live entities allowed in fuzzed daemons: small, so that a runaway spawner
  * or a big `count` costs milliseconds, not seconds, per input. */

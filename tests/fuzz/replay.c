@@ -46,6 +46,7 @@ static const target targets[] = {
     {"config", tkd_fuzz_config},
     {"snapshot", tkd_fuzz_snapshot},
     {"agones", tkd_fuzz_agones},
+    {"journal", tkd_fuzz_journal},
 };
 
 #define N_TARGETS (sizeof targets / sizeof targets[0])

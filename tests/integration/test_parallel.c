@@ -15,7 +15,10 @@
  * between tick nothing in these worlds (no even_when_paused function, no
  * when_paused tickable), but they do move the frame counter, so frame
  * numbers (`last_frame`, the world's clocks) are the one thing compared
- * loosely: not at all.
+ * loosely: not at all.  (world.hash covers frame numbers, so it is compared
+ * where the frames are the same ones: test_journal's
+ * journal_determinism_threads replays a world journaled on four threads on
+ * one, and one on three, checking the hash after every frame.)
  */
 #include <check.h>
 #include <signal.h>

@@ -721,6 +721,12 @@ static json_t *stable_snapshot(const char *path)
     json_object_del(w, "frame");
     json_object_del(w, "unpaused_time");
     json_object_del(w, "real_time");
+    json_object_del(w, "unpaused_time_ns");
+    json_object_del(w, "real_time_ns");
+    /* The probe's create hook sets a timer again when the loaded world is
+     * swapped in, after its timers were restored: that timer takes the
+     * next serial (README, Snapshots). */
+    json_object_del(w, "timer_serial");
     return doc;
 }
 

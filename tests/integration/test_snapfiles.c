@@ -38,6 +38,10 @@ static json_t *world_doc(tkit_daemon *d, tkit_conn *c)
     json_object_del(w, "unpaused_time");
     json_object_del(w, "real_time");
     json_object_del(w, "world_time");
+    json_object_del(w, "world_time_ns");
+    json_object_del(w, "unpaused_time_ns");
+    json_object_del(w, "real_time_ns");
+    json_object_del(w, "timers_ticked"); /* false after a pause frame */
     return doc;
 }
 

@@ -649,6 +649,45 @@ START_TEST(systemd_notify_unset)
 }
 END_TEST
 
+/* A recovery from the journal says so before READY=1: a STATUS naming it,
+ * with EXTEND_TIMEOUT_USEC (a long replay must not reach TimeoutStartSec). */
+START_TEST(systemd_notify_recovery)
+{
+    listen_notify(false);
+    sdd d;
+    sdd_prepare(&d, "200", "0");
+    FILE *f = fopen(d.config, "a");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "[journal]\npath = %s/journal\nfsync = always\n", d.dir);
+    fclose(f);
+    sdd_start(&d, NULL, -1);
+    tkit_conn *c = connect_wait(&d, d.sock);
+    tkit_ok(c, "entity.spawn", "{\"class\":\"counter\",\"count\":3}");
+    tkit_wait_frames(c, 5);
+    tkit_close(c);
+    kill(d.pid, SIGKILL);
+    ck_assert_int_ne(sdd_wait_exit(&d, TKIT_DEADLINE_S), -1);
+    d.exited = false;
+    const char *env[] = {xfmt("NOTIFY_SOCKET=%s", L.name), NULL};
+    sdd_start(&d, env, -1);
+    const nmsg *m = wait_msg("EXTEND_TIMEOUT_USEC", "10000000", TKIT_DEADLINE_S);
+    ck_assert_msg(m == &L.msgs[0], "the recovery is not the first notification: \"%s\"",
+                  L.msgs[0].text);
+    char buf[512];
+    const char *st = msg_value(m, "STATUS", buf, sizeof buf);
+    ck_assert_msg(st && strstr(st, "recovering: replaying the journal "), "STATUS: %s",
+                  st ? st : "(none)");
+    wait_msg("READY", "1", TKIT_DEADLINE_S);
+    c = connect_wait(&d, d.sock);
+    ck_assert_int_eq(tkit_geti(tkit_ok(c, "world.status", NULL), "entities"), 3);
+    tkit_close(c);
+    sdd_stop(&d, SIGTERM);
+    assert_all_from(d.pid);
+    ck_assert_msg(strstr(sdd_stderr(&d), "journal: recovering: replaying "), "stderr:\n%s",
+                  sdd_stderr(&d));
+}
+END_TEST
+
 static char logged[2048]; /* warnings of the module, one per line */
 
 static void capture_log(void *ud, tk_log_level level, const char *msg)
@@ -1445,7 +1484,7 @@ static void defaults_documented(const char *t8, const char *ini)
         d += strlen("default ");
         same_default(k, unroff(d, strcspn(d, ",:)\"")), "tickd.8");
         if (k->type != TKD_CFG_PATH && k->type != TKD_CFG_LIST && k->type != TKD_CFG_BOOL &&
-            k->type != TKD_CFG_LEVEL && k->type != TKD_CFG_PACING) {
+            k->type != TKD_CFG_LEVEL && k->type != TKD_CFG_PACING && k->type != TKD_CFG_FSYNC) {
             const char *r = strstr(paren, " .. ");
             ck_assert_msg(r, "tickd.8: [%s] %s gives no range: %s", k->section, k->name, paren);
             while (r > paren && r[-1] != ' ' && r[-1] != '(')
@@ -1475,7 +1514,7 @@ static void defaults_documented(const char *t8, const char *ini)
         else
             ck_assert_msg(k->type == TKD_CFG_PATH || k->type == TKD_CFG_LIST ||
                               k->type == TKD_CFG_BOOL || k->type == TKD_CFG_LEVEL ||
-                              k->type == TKD_CFG_PACING,
+                              k->type == TKD_CFG_PACING || k->type == TKD_CFG_FSYNC,
                           "config/tickd.ini: [%s] %s gives no range", k->section, k->name);
         bool reloaded = strstr(comment, "Reloaded on SIGHUP.") != NULL;
         bool restart = strstr(comment, "Needs a restart.") != NULL;
@@ -1573,6 +1612,7 @@ static Suite *systemd_suite(void)
     tcase_add_test(tc, systemd_notify_shutdown_method);
     tcase_add_test(tc, systemd_notify_unset);
     tcase_add_test(tc, systemd_notify_module);
+    tcase_add_test(tc, systemd_notify_recovery);
     suite_add_tcase(s, tc);
     tc = tcase_create("watchdog");
     tcase_set_timeout(tc, 60);
