@@ -306,11 +306,12 @@ tsan: deps
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  scripts/run-tests.sh $(patsubst $(BUILD)/%,build/tsan/%,$(UNIT_BIN) $(DUNIT_BIN) $(INTEG_BIN))
 
-# Daemon integration tests under valgrind (zero errors, zero definite leaks).
+# Daemon integration tests under valgrind (zero errors, zero definite leaks);
+# Check's test timeouts scaled by 20, as the harness scales its deadlines.
 valgrind: deps
 	@command -v valgrind >/dev/null || { echo "valgrind: apt-get install valgrind" >&2; exit 1; }
 	@$(MAKE) --no-print-directory BUILD=build/valgrind SAN= OPT="-O1 -g" tests
-	@TICKD_BIN=build/valgrind/tickd TICKD_VALGRIND=1 BUILD=build/valgrind \
+	@TICKD_BIN=build/valgrind/tickd TICKD_VALGRIND=1 BUILD=build/valgrind CK_TIMEOUT_MULTIPLIER=20 \
 	  scripts/run-tests.sh $(patsubst $(BUILD)/%,build/valgrind/%,$(INTEG_BIN))
 
 # make hostile: the attacks of the hostile-clients issue against a real 60 Hz

@@ -201,6 +201,11 @@ START_TEST(frame_lag_warning_names_request)
     while (!strstr(tkit_stderr(d), "slowest: timer action entity.spawn") && tkit_now() < deadline)
         tkit_wait_frames(c, 1);
     const char *w = strstr(tkit_stderr(d), "slowest: timer action entity.spawn");
+    /* Under valgrind every frame falls behind from the start, and the
+     * warnings are rate-limited: the one that names the action may not
+     * come before the spawns reach max_entities; one warning must. */
+    if (!w && tkit_valgrind())
+        w = strstr(tkit_stderr(d), "can't keep up");
     ck_assert_msg(w, "no lag warning naming the action in: %s", tkit_stderr(d));
     tkit_finish(d);
 }
