@@ -3678,10 +3678,9 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
          * or materialized meanwhile are taken back out of the count), and
          * the tick at `samp` is the next one timed on its own (the
          * sampling countdown, kept as a position while the run lasts). */
-        const bool pfast = pf;
         uint32_t pcd = 0;
         uint64_t samp = UINT64_MAX;
-        if (pfast) {
+        if (pf) {
             prof_feed(w, R, cls, lslot, (uint8_t)g, j - i, lane_slot1(L, i) - 1, tg[i]);
             pcd = w->prof.sample_every ? R->pr_countdown : 0;
             if (pcd)
@@ -3693,7 +3692,7 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
                 ids = L->ids;
                 tg = L->targets;
                 if (!bit_get(L->act, i)) {
-                    if (pfast && R->pr_n)
+                    if (pf && R->pr_n)
                         R->pr_n--;
                     continue; /* cancelled */
                 }
@@ -3702,7 +3701,7 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
                     L->cur = i;
                     if (slow)
                         sr.n = sn;
-                    if (pfast && R->pr_n)
+                    if (pf && R->pr_n)
                         R->pr_n--;
                     exec_one(w, R, lane_rec(T, L, i), g, false, slow ? &sr : NULL, i,
                              false);
@@ -3726,7 +3725,7 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
             if (!par)
                 check_once(w, lane_slot1(L, i) - 1);
             bool single = false;
-            if (pfast && TK_UNLIKELY(i == samp)) {
+            if (pf && TK_UNLIKELY(i == samp)) {
                 samp += w->prof.sample_every;
                 single = true;
             }
@@ -3770,7 +3769,7 @@ run_range_impl(tk_world_t *w, runner *R, uint32_t lid, uint32_t lo, uint32_t hi,
                 sr.pos = i;
             ran++;
         }
-        if (pfast && pcd)
+        if (pf && pcd)
             R->pr_countdown = (uint32_t)(samp - j + 1); /* the ticks to the next sample */
         if (slow)
             sr.n = sn;
